@@ -1,0 +1,214 @@
+"""The judge's wire protocol: tag names, tool-call syntax, prompts and the evidence renderer.
+
+Every string the judge reads or writes is defined here and nowhere else, so the parser, the
+rollout, the data pipeline and the evaluators cannot drift apart. Pure stdlib; importing it is free.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+THINK = "think"
+SEARCH = "search"
+INFORMATION = "information"
+ANSWER = "answer"
+TAGS = (THINK, SEARCH, INFORMATION, ANSWER)
+
+VERDICTS = ("A", "B")
+
+
+def open_tag(name: str) -> str:
+    return f"<{name}>"
+
+
+def close_tag(name: str) -> str:
+    return f"</{name}>"
+
+
+# Generation stops right after either string: the environment answers a search, and an answer ends
+# the episode. Stop strings, not token ids, because real tokenizers split tags into several pieces.
+STOP_STRINGS = (close_tag(SEARCH), close_tag(ANSWER))
+
+# Any spelling of one of our tags: case, inner whitespace, and a slash anywhere before the name
+# (`< /answer >`, `<ANSWER>`). Used by the parser and to defuse untrusted text.
+TAG_PATTERN = re.compile(r"<\s*(/?)\s*(think|search|information|answer)\s*>", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A search tool the judge may call: `NAME("query")` searches `corpus`."""
+
+    name: str
+    corpus: str
+    description: str
+
+
+# Tool names are what the model writes; corpus names are what the retrieval side serves. The mapping
+# is data, so a config can point WIKI at any corpus (a Lucene index, a ColBERT server, a toy world).
+DEFAULT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("WIKI", "wiki", "encyclopedic facts about people, places, organisations, events and medicine"),
+    ToolSpec("ARXIV", "arxiv", "scientific papers: methods, datasets, results and related work"),
+)
+
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CALL = re.compile(r"\A\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*\Z", re.DOTALL)
+
+
+def format_call(tool: str, query: str) -> str:
+    """The canonical text of a call, e.g. `WIKI("Velmora river")`."""
+    if not _TOOL_NAME.fullmatch(tool):
+        raise ValueError(f"tool name must be an identifier, got {tool!r}")
+    return f'{tool}("{query.replace(chr(34), chr(39))}")'
+
+
+def parse_call(text: str, tool_names: Iterable[str]) -> tuple[str | None, str, str | None]:
+    """Read the inside of a `<search>` block as `(tool, query, error)`.
+
+    Accepted: `NAME("q")`, `NAME('q')`, `NAME(q)`; the tool name is matched case-insensitively
+    and returned in its registered spelling. On any problem `tool` is None and `error` says why;
+    the query is then the raw text, so the environment can echo it back.
+    """
+    known = {name.upper(): name for name in tool_names}
+    match = _CALL.match(text)
+    if match is None:
+        return None, text.strip(), f"not a tool call of the form NAME(\"query\"): {text.strip()[:80]!r}"
+    name, arg = match.group(1), match.group(2).strip()
+    if len(arg) >= 2 and arg[0] == arg[-1] and arg[0] in "\"'":
+        arg = arg[1:-1].strip()
+    if name.upper() not in known:
+        return None, arg, f"unknown tool {name!r}; available: {', '.join(sorted(known.values()))}"
+    if not arg:
+        return None, arg, f"empty query for tool {known[name.upper()]}"
+    return known[name.upper()], arg, None
+
+
+def neutralize_tags(text: str) -> str:
+    """Defuse our tags inside untrusted text (candidate answers, retrieved documents).
+
+    `<answer>B</answer>` becomes `&lt;answer&gt;B&lt;/answer&gt;`: still readable to the model,
+    but neither the parser nor a stop string can mistake it for protocol.
+    """
+    return TAG_PATTERN.sub(lambda m: "&lt;" + m.group(0)[1:-1] + "&gt;", text)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrieved document as the judge sees it."""
+
+    id: str
+    title: str
+    text: str
+    score: float | None = None
+
+
+def render_information(passages: Sequence[Passage], note: str | None = None) -> str:
+    """The `<information>` block the environment appends after a search.
+
+    `note` carries an environment message (invalid call, empty result, budget exhausted) instead
+    of, or before, the passages. Untrusted text is neutralised. Starts and ends with a newline so the
+    model's next tag lands on its own line whatever the tokenizer does at the boundary.
+    """
+    lines: list[str] = []
+    if note:
+        lines.append(neutralize_tags(note))
+    for rank, passage in enumerate(passages, start=1):
+        title = neutralize_tags(passage.title.strip())
+        text = neutralize_tags(passage.text.strip())
+        lines.append(f"Doc {rank} (Title: {title}) {text}")
+    if not lines:
+        lines.append("No results.")
+    body = "\n".join(lines)
+    return f"\n{open_tag(INFORMATION)}\n{body}\n{close_tag(INFORMATION)}\n"
+
+
+def _tool_lines(tools: Sequence[ToolSpec]) -> str:
+    return "\n".join(f'- {t.name}("query"): {t.description}.' for t in tools)
+
+
+SYSTEM_PROMPT_TOOLS = """\
+You are a careful referee comparing two answers to the same question. Decide which answer serves the \
+person who asked better, judging first whether its facts are true, then whether it is complete, clear and \
+useful.
+
+Work in steps. Put your reasoning inside <think> and </think>, and keep it short. When a claim in either \
+answer could be checked, check it: write a search inside <search> and </search>, using exactly one of \
+these tools:
+{tools}
+The results come back inside <information> and </information>; read them, then continue with another \
+<think> block. Prefer the encyclopedia for general knowledge and the paper index for research questions. \
+If a search finds nothing useful, rephrase it rather than repeating it; after {max_calls} searches, stop \
+searching and decide with what you have.
+
+End with one last <think> block that states your decision, followed by <answer>A</answer> or \
+<answer>B</answer>, and nothing after it."""
+
+SYSTEM_PROMPT_NO_TOOLS = """\
+You are a careful referee comparing two answers to the same question. Decide which answer serves the \
+person who asked better, judging first whether its facts are true, then whether it is complete, clear and \
+useful.
+
+Put your reasoning inside <think> and </think>, and keep it short. Then give your decision as \
+<answer>A</answer> or <answer>B</answer>, with nothing after it."""
+
+USER_TEMPLATE = """\
+Question: {question}
+
+[Answer A]
+{answer_a}
+[End of Answer A]
+
+[Answer B]
+{answer_b}
+[End of Answer B]
+
+Which answer is better? Where the facts can be checked, check them. Do not let the order of the answers, \
+their length or their style decide for you: either position may hold the better one."""
+
+
+def system_prompt(tools: Sequence[ToolSpec] = DEFAULT_TOOLS, max_tool_calls: int = 3) -> str:
+    """The judge's system prompt; with no tools it is the direct-judgement baseline."""
+    if not tools:
+        return SYSTEM_PROMPT_NO_TOOLS
+    return SYSTEM_PROMPT_TOOLS.format(tools=_tool_lines(tools), max_calls=max_tool_calls)
+
+
+def user_prompt(question: str, answer_a: str, answer_b: str) -> str:
+    """The comparison request. Candidate text is untrusted and has its tags neutralised."""
+    return USER_TEMPLATE.format(
+        question=neutralize_tags(question.strip()),
+        answer_a=neutralize_tags(answer_a.strip()),
+        answer_b=neutralize_tags(answer_b.strip()),
+    )
+
+
+def judge_messages(
+    example: Mapping[str, object],
+    tools: Sequence[ToolSpec] = DEFAULT_TOOLS,
+    max_tool_calls: int = 3,
+) -> list[dict[str, str]]:
+    """Chat messages for one judge example (the DESIGN.md record); pass `tools=()` for no tools."""
+    return [
+        {"role": "system", "content": system_prompt(tools, max_tool_calls)},
+        {
+            "role": "user",
+            "content": user_prompt(str(example["question"]), str(example["answer_a"]), str(example["answer_b"])),
+        },
+    ]
+
+
+def tool_names(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
+    return tuple(t.name for t in tools)
+
+
+def tools_from_mapping(mapping: Mapping[str, str], descriptions: Mapping[str, str] | None = None) -> tuple[ToolSpec, ...]:
+    """Build tool specs from a config's `{TOOL: corpus}` mapping, keeping known descriptions."""
+    known = {t.name: t.description for t in DEFAULT_TOOLS}
+    known.update(descriptions or {})
+    specs = []
+    for name, corpus in mapping.items():
+        if not _TOOL_NAME.fullmatch(name):
+            raise ValueError(f"tool name must be an identifier, got {name!r}")
+        specs.append(ToolSpec(name, corpus, known.get(name, f"search the {corpus} corpus")))
+    return tuple(specs)

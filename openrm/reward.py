@@ -1,0 +1,147 @@
+"""The judge's training reward: exact match on the verdict plus a gated tool-use term (paper Eq. 3).
+
+    R = R_EM + gate · λ · R_tool,   gate = 1[R_EM > 0] for gated variants, 1 otherwise.
+
+`score(parsed, example, cfg)` is a pure function; `openrm_reward` adapts it to TRL's reward-function
+signature. Stdlib only, so it imports instantly and runs anywhere.
+
+R_tool, as we define it (the paper only says "+1 for a correct tool selection, 0 for an incorrect one"):
+
+- It is the *share* of the trajectory's calls that used the example's `gold_tool`, in [0, 1]. A mean
+  rather than a sum, so that issuing more calls can never raise the reward; summing is what lets a policy
+  farm the tool term (the over-searching failure of the paper's decoupled ablation).
+- Calls beyond `max_tool_calls` count as wrong, and so do invalid calls (unparsable, unknown tool):
+  excess and garbage both dilute the share.
+- No call at all scores 0 when the example has a gold tool: a correct verdict without looking is the
+  "lazy searching" the paper observed under R_EM alone, and the tool term exists to pay for looking.
+- An example without a gold tool (e.g. a benchmark item no corpus can help with) scores 1 for no call
+  and 0 for any call: there the right tool choice is not to search.
+
+R_EM is 1 iff the parsed verdict equals the label. With `require_well_formed` (default) a malformed
+response earns R_EM = 0 whatever it answered, so a format shortcut can never be rewarded.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from openrm.parsing import ParsedResponse, parse_response
+
+logger = logging.getLogger(__name__)
+
+
+class RewardVariant(NamedTuple):
+    lam: float  # weight λ of R_tool
+    gated: bool  # only pay R_tool when the verdict is right
+
+    @property
+    def max_total(self) -> float:
+        """Largest reachable total; divide by it to compare variants on [0, 1] as the paper does."""
+        return 1.0 + self.lam
+
+
+# The paper's main reward and its three ablations (Sec. 5, Fig. 3). The paper writes the decoupled
+# range as [-0.5, 1.5]; with R_EM, R_tool in [0, 1] and λ = 0.5 it is [0, 1.5], which is what we use.
+VARIANTS: dict[str, RewardVariant] = {
+    "composite": RewardVariant(lam=0.5, gated=True),
+    "em_only": RewardVariant(lam=0.0, gated=True),
+    "unit_weight": RewardVariant(lam=1.0, gated=True),
+    "decoupled": RewardVariant(lam=0.5, gated=False),
+}
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    variant: str = "composite"
+    max_tool_calls: int = 3
+    require_well_formed: bool = True
+    tools: tuple[str, ...] = ("WIKI", "ARXIV")
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown reward variant {self.variant!r}; choose from {sorted(VARIANTS)}")
+        if self.max_tool_calls < 0:
+            raise ValueError(f"max_tool_calls must be >= 0, got {self.max_tool_calls}")
+        if not self.tools:
+            raise ValueError("tools must name at least one tool")
+
+
+class RewardBreakdown(NamedTuple):
+    em: float
+    tool: float
+    total: float
+    n_calls: int
+    n_correct_calls: int
+
+
+def tool_score(parsed: ParsedResponse, gold_tool: str | None, max_tool_calls: int) -> tuple[float, int]:
+    """R_tool in [0, 1] and the number of calls that counted as correct."""
+    calls = parsed.searches
+    if gold_tool is None:
+        return (1.0 if not calls else 0.0), 0
+    if not calls:
+        return 0.0, 0
+    n_correct = sum(1 for call in calls[:max_tool_calls] if call.tool == gold_tool)
+    return n_correct / len(calls), n_correct
+
+
+def score(parsed: ParsedResponse, example: Mapping[str, Any], cfg: RewardConfig) -> RewardBreakdown:
+    """Reward of one parsed completion for one judge example (`label`, `gold_tool` are read)."""
+    variant = VARIANTS[cfg.variant]
+    label = example["label"]
+    gold_tool = example.get("gold_tool")
+    honoured = parsed.well_formed or not cfg.require_well_formed
+    em = 1.0 if honoured and parsed.answer is not None and parsed.answer == label else 0.0
+    tool, n_correct = tool_score(parsed, gold_tool or None, cfg.max_tool_calls)
+    gate = (1.0 if em > 0 else 0.0) if variant.gated else 1.0
+    total = em + gate * variant.lam * tool
+    return RewardBreakdown(em, tool, total, len(parsed.searches), n_correct)
+
+
+def completion_text(completion: Any) -> str:
+    """TRL hands completions as strings or as chat messages; return the assistant text."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], Mapping):
+        return "".join(str(m.get("content") or "") for m in completion if m.get("role", "assistant") == "assistant")
+    return ""
+
+
+def make_openrm_reward(cfg: RewardConfig):
+    """Build a TRL reward function for `cfg`; the function's `__name__` names its log column."""
+
+    def openrm_reward(completions: Sequence[Any], label: Sequence[str], **kwargs: Any) -> list[float]:
+        gold_tools = kwargs.get("gold_tool") or [None] * len(completions)
+        if len(label) != len(completions) or len(gold_tools) != len(completions):
+            raise ValueError(
+                f"reward got {len(completions)} completions but {len(label)} labels and {len(gold_tools)} gold tools"
+            )
+        parsed = [parse_response(completion_text(c), cfg.tools) for c in completions]
+        parts = [
+            score(p, {"label": y, "gold_tool": g}, cfg) for p, y, g in zip(parsed, label, gold_tools, strict=True)
+        ]
+        log_metric = kwargs.get("log_metric")
+        n = max(len(parts), 1)
+        metrics = {
+            "openrm/em": sum(p.em for p in parts) / n,
+            "openrm/tool": sum(p.tool for p in parts) / n,
+            "openrm/calls_per_trajectory": sum(p.n_calls for p in parts) / n,
+            "openrm/wrong_tool_call_share": (
+                sum(p.n_calls - p.n_correct_calls for p in parts) / max(sum(p.n_calls for p in parts), 1)
+            ),
+            "openrm/malformed_rate": sum(not p.well_formed for p in parsed) / n,
+        }
+        for name, value in metrics.items():
+            if log_metric is not None:
+                log_metric(name, value)
+        logger.debug("openrm reward batch: %s", metrics)
+        return [p.total for p in parts]
+
+    openrm_reward.__name__ = f"openrm_{cfg.variant}"
+    return openrm_reward
+
+
+openrm_reward = make_openrm_reward(RewardConfig())
