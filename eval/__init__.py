@@ -1,0 +1,1 @@
+"""Judge evaluation: benchmark loaders, metrics with explicit tie and parse-failure policies, reports."""

@@ -1,0 +1,144 @@
+"""A tiny Qwen2-architecture judge built offline in seconds: random weights, a locally trained tokenizer.
+
+There is no model hub here, so tests and the quickstart build their model instead of downloading one.
+The tokenizer is a byte-level BPE trained on toy-world text and our prompts, with Qwen's special tokens
+and TRL's own `qwen2_5.jinja` chat template, so chat formatting, stop strings and multi-token tags behave
+as they do with the real Qwen2.5 (our tags are deliberately *not* single tokens).
+
+    python -m openrm.tiny --out runs/tiny-judge
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from openrm import protocol
+from openrm.toyworld import ToyWorld
+
+logger = logging.getLogger(__name__)
+
+PAD_TOKEN = "<|endoftext|>"
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+SPECIAL_TOKENS = (PAD_TOKEN, IM_START, IM_END)
+CARD_NAME = "tiny_card.json"
+
+
+@dataclass(frozen=True)
+class TinyConfig:
+    seed: int = 0
+    vocab_size: int = 4096
+    hidden_size: int = 64
+    intermediate_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    max_positions: int = 8192
+    world_seed: int = 0
+    n_training_examples: int = 400  # judge pairs whose text trains the tokenizer
+
+
+def qwen_chat_template() -> str:
+    """TRL's copy of the Qwen2.5 chat template, read from the installed package."""
+    from importlib.resources import files
+
+    return files("trl").joinpath("chat_templates/qwen2_5.jinja").read_text(encoding="utf-8")
+
+
+def _training_text(cfg: TinyConfig) -> Iterator[str]:
+    world = ToyWorld(cfg.world_seed)
+    for doc in world.documents:
+        yield f"{doc.title}\n{doc.text}"
+    yield protocol.system_prompt()
+    yield protocol.system_prompt(tools=())
+    for example in world.examples(cfg.n_training_examples):
+        yield protocol.user_prompt(example["question"], example["answer_a"], example["answer_b"])
+        yield world.gold_trajectory(example)
+
+
+def build_tokenizer(cfg: TinyConfig = TinyConfig()):
+    """A byte-level BPE tokenizer (any string encodes) wrapped as a transformers fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=cfg.vocab_size,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_training_text(cfg), trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=IM_END,
+        pad_token=PAD_TOKEN,
+        chat_template=qwen_chat_template(),
+        model_max_length=cfg.max_positions,
+    )
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def build_model(tokenizer, cfg: TinyConfig = TinyConfig()):
+    """A randomly initialised Qwen2ForCausalLM sized by `cfg`, deterministic under `cfg.seed`."""
+    import torch
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    eos_ids = [tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(PAD_TOKEN)]
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads,
+        max_position_embeddings=cfg.max_positions,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=eos_ids[0],
+        pad_token_id=eos_ids[1],
+    )
+    torch.manual_seed(cfg.seed)
+    model = Qwen2ForCausalLM(config)
+    model.generation_config = GenerationConfig(eos_token_id=eos_ids, pad_token_id=eos_ids[1], do_sample=True)
+    return model
+
+
+def build(out_dir: str | Path, cfg: TinyConfig = TinyConfig()) -> Path:
+    """Write model, tokenizer and a card saying what this is to `out_dir`; returns the folder."""
+    out = Path(out_dir)
+    tokenizer = build_tokenizer(cfg)
+    model = build_model(tokenizer, cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    card: dict[str, Any] = {"kind": "openrm-tiny", "random_init": True, "config": asdict(cfg),
+                            "parameters": sum(p.numel() for p in model.parameters())}
+    (out / CARD_NAME).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+    logger.info("tiny judge (%d parameters, vocab %d) written to %s", card["parameters"], len(tokenizer), out)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Build the tiny offline judge model.")
+    parser.add_argument("--out", required=True, help="folder to write the model and tokenizer to")
+    parser.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    parser.add_argument("--hidden-size", type=int, default=TinyConfig.hidden_size, help="model width")
+    parser.add_argument("--layers", type=int, default=TinyConfig.num_layers, help="decoder layers")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    build(args.out, TinyConfig(seed=args.seed, hidden_size=args.hidden_size, num_layers=args.layers))
+
+
+if __name__ == "__main__":
+    main()

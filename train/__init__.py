@@ -1,0 +1,1 @@
+"""Entrypoints: the quickstart, GRPO training of the judge, judge export. Only these read argv."""
