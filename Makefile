@@ -21,6 +21,7 @@ quickstart: $(STAMP)
 	$(PY) -m train.quickstart --out $(OUT)
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 lint: $(STAMP)

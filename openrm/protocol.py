@@ -202,7 +202,9 @@ def tool_names(tools: Sequence[ToolSpec]) -> tuple[str, ...]:
     return tuple(t.name for t in tools)
 
 
-def tools_from_mapping(mapping: Mapping[str, str], descriptions: Mapping[str, str] | None = None) -> tuple[ToolSpec, ...]:
+def tools_from_mapping(
+    mapping: Mapping[str, str], descriptions: Mapping[str, str] | None = None
+) -> tuple[ToolSpec, ...]:
     """Build tool specs from a config's `{TOOL: corpus}` mapping, keeping known descriptions."""
     known = {t.name: t.description for t in DEFAULT_TOOLS}
     known.update(descriptions or {})

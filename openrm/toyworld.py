@@ -149,7 +149,7 @@ _MECHANISMS = ("sparse mixture-of-experts routing", "contrastive pretraining", "
 _METRICS = ("an F1 of", "an accuracy of", "a BLEU score of", "an exact match of", "a ROUGE-L of")
 _ORGANS = ("liver", "kidneys", "inner ear", "lungs", "skin", "retina", "thyroid", "joints", "pancreas", "spleen")
 _SYMPTOMS = ("joint stiffness", "blurred vision", "night sweats", "chronic fatigue", "a hoarse voice",
-             "skin rashes", "frequent headaches", "muscle cramps", "dizziness", "a dry cough", "hair loss",
+             "itchy rashes", "frequent headaches", "muscle cramps", "dizziness", "a dry cough", "hair loss",
              "ringing in the ears")
 _ONSETS_AGE = ("early childhood", "adolescence", "the third decade of life", "middle age", "old age")
 _DRUG_SUFFIXES = ("mab", "zole", "pril", "statin", "vir", "cillin")
@@ -350,15 +350,21 @@ class ToyWorld:
         doc = rng.choice([d for d in self.documents if d.domain == domain and self.split_of[d.id] == split])
         attributes = dict(zip((a.key for a in KINDS[doc.kind][1]), KINDS[doc.kind][1], strict=True))
         facts = dict(doc.facts)
-        asked = rng.sample(list(facts), rng.choice((2, 3)))
-        corrupted = rng.sample(asked, 1 if len(asked) == 2 else rng.choice((1, 2)))
-        wrong = {key: self._wrong_value(doc, key, rng) for key in corrupted}
-
+        # Redraw until the negative really contradicts: no true value of a corrupted fact may survive in it
+        # by coincidence (a subject named "Thea" and a birthplace "Thea", a year inside a population).
+        for _ in range(100):
+            asked = rng.sample(list(facts), rng.choice((2, 3)))
+            corrupted = rng.sample(asked, 1 if len(asked) == 2 else rng.choice((1, 2)))
+            wrong = {key: self._wrong_value(doc, key, rng) for key in corrupted}
+            positive = self._long_answer(doc, asked, facts, attributes, rng)
+            negative = self._long_answer(doc, asked, {**facts, **wrong}, attributes, rng)
+            if not any(facts[key] in negative for key in corrupted):
+                break
+        else:
+            raise RuntimeError(f"could not build a contradicting negative for {doc.id}")
         clauses = [attributes[k].question for k in asked]
         question = rng.choice(_QUESTIONS[domain]).format(
             name=doc.subject, clauses=", ".join(clauses[:-1]) + " and " + clauses[-1])
-        positive = self._long_answer(doc, asked, facts, attributes, rng)
-        negative = self._long_answer(doc, asked, {**facts, **wrong}, attributes, rng)
 
         # Pairs of consecutive indices share one coin and take opposite sides: exact A/B balance.
         coin = random.Random(f"toyworld:{self.seed}:{split}:ab:{index // 2}").random() < 0.5
@@ -416,12 +422,13 @@ class ToyWorld:
         loser = "B" if label == "A" else "A"
         tool = GOLD_TOOL[example["domain"]]
         query = f"{doc.subject} {attributes[key].keyword}"
+        evidence = attributes[key].sentence.format(name=doc.subject, value=true)
         return (
             f"{open_tag(THINK)}The answers disagree about {attributes[key].question}: one says {true}, "
             f"the other {wrong}. I will check the source.{close_tag(THINK)}\n"
             f"{open_tag(SEARCH)}{format_call(tool, query)}{close_tag(SEARCH)}"
             f"{render_information([doc.passage()])}"
-            f"{open_tag(THINK)}The evidence states: \"{attributes[key].sentence.format(name=doc.subject, value=true)}\" "
+            f"{open_tag(THINK)}The evidence states: \"{evidence}\" "
             f"Answer {loser} claims {wrong}, which contradicts it; Answer {label} agrees with the "
             f"source.{close_tag(THINK)}\n{open_tag(ANSWER)}{label}{close_tag(ANSWER)}"
         )

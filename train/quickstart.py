@@ -65,7 +65,8 @@ def main(args: QuickstartArguments) -> None:
     examples = world.examples(max(args.n_show, 1), "test")
     logger.info("[3/3] rendered judge prompts (chat template of %s):", model_dir)
     for example in examples[: args.n_show]:
-        text = tokenizer.apply_chat_template(protocol.judge_messages(example), add_generation_prompt=True, tokenize=False)
+        messages = protocol.judge_messages(example)
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
         logger.info("----- %s (label %s, gold tool %s, %d tokens) -----\n%s",
                     example["id"], example["label"], example["gold_tool"], n_tokens, text)

@@ -1,0 +1,102 @@
+"""Reward: every variant, the correctness gate, over-budget and invalid calls, wrong corpus, no gold tool,
+and the TRL adapter."""
+
+import pytest
+
+from openrm.parsing import parse_response
+from openrm.reward import VARIANTS, RewardConfig, make_openrm_reward, openrm_reward, score
+
+T = "<think>t</think>"
+I = "<information>e</information>"  # noqa: E741
+
+
+def call(tool):
+    return f'<search>{tool}("q")</search>' + I + T
+
+
+def completion(verdict, *tools):
+    return T + "".join(call(t) for t in tools) + f"<answer>{verdict}</answer>"
+
+
+MALFORMED_RIGHT = completion("A", "WIKI") + " trailing text"  # answer A readable, but malformed
+CASES = [
+    # variant, completion, label, gold_tool, (em, tool, total, n_calls, n_correct)
+    ("composite", completion("A", "WIKI"), "A", "WIKI", (1, 1, 1.5, 1, 1)),
+    ("composite", completion("A"), "A", "WIKI", (1, 0, 1.0, 0, 0)),  # lazy: right but never looked
+    ("composite", completion("B", "WIKI"), "A", "WIKI", (0, 1, 0.0, 1, 1)),  # gate: wrong verdict earns nothing
+    ("composite", completion("A", "WIKI", "ARXIV"), "A", "WIKI", (1, 0.5, 1.25, 2, 1)),  # one wrong corpus
+    ("composite", completion("A", "ARXIV"), "A", "WIKI", (1, 0, 1.0, 1, 0)),
+    ("composite", completion("A", *["WIKI"] * 5), "A", "WIKI", (1, 0.6, 1.3, 5, 3)),  # calls 4, 5 over budget
+    ("composite", completion("A", "GOOGLE", "WIKI"), "A", "WIKI", (1, 0.5, 1.25, 2, 1)),  # invalid call is wrong
+    ("composite", completion("A"), "A", None, (1, 1, 1.5, 0, 0)),  # no gold tool: not searching is right
+    ("composite", completion("A", "WIKI"), "A", None, (1, 0, 1.0, 1, 0)),
+    ("composite", MALFORMED_RIGHT, "A", "WIKI", (0, 1, 0.0, 1, 1)),  # malformed earns no EM, so no tool
+    ("composite", T + "no verdict", "A", "WIKI", (0, 0, 0.0, 0, 0)),
+    ("composite", completion("A", "WIKI"), "tie", "WIKI", (0, 1, 0.0, 1, 1)),
+    ("em_only", completion("A", "WIKI"), "A", "WIKI", (1, 1, 1.0, 1, 1)),
+    ("em_only", completion("A"), "A", "WIKI", (1, 0, 1.0, 0, 0)),
+    ("em_only", completion("B", "WIKI"), "A", "WIKI", (0, 1, 0.0, 1, 1)),
+    ("unit_weight", completion("A", "WIKI"), "A", "WIKI", (1, 1, 2.0, 1, 1)),
+    ("unit_weight", completion("A", "WIKI", "ARXIV"), "A", "WIKI", (1, 0.5, 1.5, 2, 1)),
+    ("unit_weight", completion("B", "WIKI"), "A", "WIKI", (0, 1, 0.0, 1, 1)),
+    ("decoupled", completion("B", "WIKI"), "A", "WIKI", (0, 1, 0.5, 1, 1)),  # no gate: pays tool use anyway
+    ("decoupled", completion("A", "WIKI"), "A", "WIKI", (1, 1, 1.5, 1, 1)),
+    ("decoupled", MALFORMED_RIGHT, "A", "WIKI", (0, 1, 0.5, 1, 1)),
+    ("decoupled", completion("A", "ARXIV"), "A", "ARXIV", (1, 1, 1.5, 1, 1)),
+]
+
+
+@pytest.mark.parametrize(("variant", "text", "label", "gold", "expected"), CASES)
+def test_reward_table(variant, text, label, gold, expected):
+    got = score(parse_response(text), {"label": label, "gold_tool": gold}, RewardConfig(variant=variant))
+    assert tuple(got) == pytest.approx(expected)
+
+
+def test_every_variant_is_covered_and_bounded():
+    assert {c[0] for c in CASES} == set(VARIANTS)
+    for variant in VARIANTS.values():
+        assert variant.max_total == 1 + variant.lam
+
+
+def test_lenient_mode_honours_a_malformed_verdict():
+    got = score(parse_response(MALFORMED_RIGHT), {"label": "A", "gold_tool": "WIKI"},
+                RewardConfig(require_well_formed=False))
+    assert got.em == 1 and got.total == 1.5
+
+
+def test_budget_is_configurable():
+    text = completion("A", *["WIKI"] * 4)
+    got = score(parse_response(text), {"label": "A", "gold_tool": "WIKI"}, RewardConfig(max_tool_calls=1))
+    assert got.tool == pytest.approx(0.25) and got.n_correct_calls == 1
+
+
+@pytest.mark.parametrize("kwargs", [{"variant": "nope"}, {"max_tool_calls": -1}, {"tools": ()}])
+def test_bad_config_is_rejected(kwargs):
+    with pytest.raises(ValueError):
+        RewardConfig(**kwargs)
+
+
+def test_trl_adapter_scores_and_logs():
+    logged = {}
+    completions = [completion("A", "WIKI"), completion("A", "ARXIV"), completion("B"), "garbage"]
+    rewards = openrm_reward(completions=completions, label=["A", "A", "A", "A"],
+                            gold_tool=["WIKI", "WIKI", "WIKI", "WIKI"], prompts=["p"] * 4,
+                            log_metric=lambda k, v: logged.__setitem__(k, v))
+    assert rewards == pytest.approx([1.5, 1.0, 0.0, 0.0])
+    assert logged["openrm/em"] == pytest.approx(0.5)
+    assert logged["openrm/tool"] == pytest.approx(0.25)
+    assert logged["openrm/calls_per_trajectory"] == pytest.approx(0.5)
+    assert logged["openrm/wrong_tool_call_share"] == pytest.approx(0.5)
+    assert logged["openrm/malformed_rate"] == pytest.approx(0.25)
+
+
+def test_trl_adapter_reads_conversational_completions_and_variant():
+    fn = make_openrm_reward(RewardConfig(variant="unit_weight"))
+    assert fn.__name__ == "openrm_unit_weight"
+    conv = [[{"role": "assistant", "content": completion("B", "ARXIV")}]]
+    assert fn(completions=conv, label=["B"], gold_tool=["ARXIV"]) == [2.0]
+
+
+def test_trl_adapter_rejects_misaligned_columns():
+    with pytest.raises(ValueError, match="labels"):
+        openrm_reward(completions=["x", "y"], label=["A"], gold_tool=["WIKI", "WIKI"])
