@@ -114,7 +114,9 @@ def make_openrm_reward(cfg: RewardConfig):
     """Build a TRL reward function for `cfg`; the function's `__name__` names its log column."""
 
     def openrm_reward(completions: Sequence[Any], label: Sequence[str], **kwargs: Any) -> list[float]:
-        gold_tools = kwargs.get("gold_tool") or [None] * len(completions)
+        if "gold_tool" not in kwargs:
+            raise ValueError("the dataset has no 'gold_tool' column; add one (null where no corpus can help)")
+        gold_tools = kwargs["gold_tool"]
         if len(label) != len(completions) or len(gold_tools) != len(completions):
             raise ValueError(
                 f"reward got {len(completions)} completions but {len(label)} labels and {len(gold_tools)} gold tools"

@@ -100,3 +100,8 @@ def test_trl_adapter_reads_conversational_completions_and_variant():
 def test_trl_adapter_rejects_misaligned_columns():
     with pytest.raises(ValueError, match="labels"):
         openrm_reward(completions=["x", "y"], label=["A"], gold_tool=["WIKI", "WIKI"])
+
+
+def test_trl_adapter_requires_the_gold_tool_column():
+    with pytest.raises(ValueError, match="gold_tool"):
+        openrm_reward(completions=["x"], label=["A"])
