@@ -9,6 +9,7 @@ Tests, the quickstart and learning checks use it instead of Wikipedia/arXiv.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import logging
 import random
@@ -330,10 +331,10 @@ class ToyWorld:
         for name in CORPORA:
             docs = self.corpus(name)
             tsv, jsonl = out / f"{name}.tsv", out / f"{name}.jsonl"
-            with tsv.open("w", encoding="utf-8") as f:
-                f.write("id\ttext\ttitle\n")
-                for d in docs:
-                    f.write(f"{d.id}\t{d.text}\t{d.title}\n")
+            with tsv.open("w", encoding="utf-8", newline="") as f:
+                writer = csv.writer(f, delimiter="\t", lineterminator="\n")  # quotes as DPR's psgs_w100.tsv does
+                writer.writerow(("id", "text", "title"))
+                writer.writerows((d.id, d.text, d.title) for d in docs)
             with jsonl.open("w", encoding="utf-8") as f:
                 for d in docs:
                     f.write(json.dumps({"id": d.id, "title": d.title, "contents": d.text}, ensure_ascii=False) + "\n")
