@@ -1,0 +1,122 @@
+"""The `Retriever` protocol shared by every index backend and the HTTP client, and `load_index`.
+
+A backend (bm25, lucene, colbert, dense) only maps queries to row numbers of the index's docstore; `Index`
+turns rows into `Passage`s. `load_index(DIR)` reads `DIR/manifest.json`, checks it against what is on disk and
+opens the backend it names. `retrieval/` knows nothing of `openrm`; the judge sees only this protocol.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from retrieval.docstore import DocStore
+from retrieval.manifest import Manifest, ManifestError
+
+logger = logging.getLogger(__name__)
+
+# backend name -> module; each module defines Params, build(docstore, out_dir, params, progress) and
+# load(index_dir, params) -> Searcher. Imported lazily: lucene needs Java, colbert/dense need torch.
+BACKENDS = {
+    "bm25": "retrieval.bm25",
+    "lucene": "retrieval.lucene",
+    "colbert": "retrieval.colbert",
+    "dense": "retrieval.dense",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    id: str
+    title: str
+    text: str
+    score: float
+
+    @property
+    def contents(self) -> str:
+        """Search-R1's `contents` field: title, newline, text."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+    @classmethod
+    def from_contents(cls, id: str, contents: str, score: float) -> Passage:
+        title, sep, text = contents.partition("\n")
+        return cls(id, title, text, score) if sep else cls(id, "", contents, score)
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Batched search: one list of at most `topk` passages per query, best first."""
+
+    def search(self, queries: Sequence[str], topk: int) -> list[list[Passage]]: ...
+
+
+class Searcher(Protocol):
+    """What a backend's `load` returns: docstore rows and scores per query, best first."""
+
+    def search_rows(self, queries: Sequence[str], topk: int) -> list[list[tuple[int, float]]]: ...
+
+
+def backend_module(name: str):
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose one of {sorted(BACKENDS)}")
+    return importlib.import_module(BACKENDS[name])
+
+
+class Index:
+    """A built index on disk opened for search: backend searcher + docstore. Implements `Retriever`."""
+
+    def __init__(self, path: Path, manifest: Manifest, searcher: Searcher, docstore: DocStore):
+        self.path, self.manifest, self.searcher, self.docstore = path, manifest, searcher, docstore
+
+    @property
+    def backend(self) -> str:
+        return self.manifest.backend
+
+    def __len__(self) -> int:
+        return len(self.docstore)
+
+    def search(self, queries: Sequence[str], topk: int) -> list[list[Passage]]:
+        if isinstance(queries, str):
+            raise TypeError("search() takes a sequence of queries, not one string")
+        if topk < 1:
+            raise ValueError(f"topk must be >= 1, got {topk}")
+        if not queries:
+            return []
+        hits = self.searcher.search_rows(list(queries), min(topk, len(self.docstore)))
+        out = []
+        for rows in hits:
+            passages = []
+            for row, score in rows:
+                id_, title, text = self.docstore[row]
+                passages.append(Passage(id_, title, text, float(score)))
+            out.append(passages)
+        return out
+
+
+def load_index(path: str | Path, expect_backend: str | None = None, expect_corpus_sha256: str | None = None,
+               **overrides: Any) -> Index:
+    """Open the index at `path`. `overrides` change load-time parameters only (e.g. `nprobe`, `device`)."""
+    path = Path(path)
+    manifest = Manifest.read(path)
+    if expect_backend is not None and manifest.backend != expect_backend:
+        raise ManifestError(f"{path}: index was built with backend {manifest.backend!r}, expected {expect_backend!r}")
+    if expect_corpus_sha256 is not None and manifest.corpus_sha256 != expect_corpus_sha256:
+        raise ManifestError(f"{path}: index was built from a corpus with sha256 {manifest.corpus_sha256[:12]}…, "
+                            f"expected {expect_corpus_sha256[:12]}…; rebuild it")
+    docstore = DocStore(path / "docstore")
+    if len(docstore) != manifest.n_passages:
+        raise ManifestError(f"{path}: manifest says {manifest.n_passages} passages, docstore holds {len(docstore)}")
+    manifest.warn_on_version_drift()
+    module = backend_module(manifest.backend)
+    fixed = sorted(set(overrides) - module.Params.LOAD_TIME)
+    if fixed:
+        raise ManifestError(f"{path}: {fixed} are build-time parameters of {manifest.backend}; rebuild to change "
+                            f"them (load-time ones: {sorted(module.Params.LOAD_TIME)})")
+    params = module.Params.from_dict({**manifest.params, **overrides})
+    searcher = module.load(path / "backend", params)
+    logger.info("loaded %s index %s (%d passages)", manifest.backend, path, len(docstore))
+    return Index(path, manifest, searcher, docstore)
