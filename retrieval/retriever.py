@@ -120,3 +120,15 @@ def load_index(path: str | Path, expect_backend: str | None = None, expect_corpu
     searcher = module.load(path / "backend", params)
     logger.info("loaded %s index %s (%d passages)", manifest.backend, path, len(docstore))
     return Index(path, manifest, searcher, docstore)
+
+
+def open_retriever(location: str, corpus: str | None = None, **options: Any) -> Retriever:
+    """An index folder (in-process) or an `http(s)://` server URL (then `corpus` picks the corpus it serves).
+
+    This is the one switch between in-process and remote retrieval: configs hold a location string.
+    """
+    if location.startswith(("http://", "https://")):
+        from retrieval.client import RetrievalClient
+
+        return RetrievalClient(location, corpus=corpus, **options)
+    return load_index(location, **options)

@@ -1,0 +1,105 @@
+"""`Retriever` over HTTP: talks to `retrieval.server` (or any Search-R1 compatible /retrieve endpoint).
+
+    client = RetrievalClient("http://127.0.0.1:8000", corpus="wiki")
+    client.search(["Lomoix river length"], topk=3)
+
+Queries are sent in batches; connection errors, timeouts, 429 and 5xx are retried with exponential backoff and
+jitter; any other 4xx is the caller's mistake and raised at once with the server's message.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Sequence
+
+import httpx
+
+from retrieval.retriever import Passage
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class RetrievalError(RuntimeError):
+    """The server refused the request, or kept failing after every retry."""
+
+
+class RetrievalClient:
+    def __init__(self, base_url: str, corpus: str | None = None, timeout: float = 30.0, retries: int = 4,
+                 backoff: float = 0.25, max_backoff: float = 8.0, batch_size: int = 128,
+                 rng: random.Random | None = None, transport: httpx.BaseTransport | None = None):
+        if retries < 0 or batch_size < 1 or timeout <= 0:
+            raise ValueError("need retries >= 0, batch_size >= 1 and timeout > 0")
+        self.base_url, self.corpus = base_url.rstrip("/"), corpus
+        self.retries, self.backoff, self.max_backoff, self.batch_size = retries, backoff, max_backoff, batch_size
+        self._rng = rng or random.Random(0)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
+                                  limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
+        self.backend = f"http:{self.base_url}"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RetrievalClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def health(self) -> dict:
+        return self._request("GET", "/health", None)
+
+    def search(self, queries: Sequence[str], topk: int) -> list[list[Passage]]:
+        if isinstance(queries, str):
+            raise TypeError("search() takes a sequence of queries, not one string")
+        out: list[list[Passage]] = []
+        queries = list(queries)
+        for start in range(0, len(queries), self.batch_size):
+            batch = queries[start:start + self.batch_size]
+            body = {"queries": batch, "topk": topk, "return_scores": True}
+            if self.corpus is not None:
+                body["corpus"] = self.corpus
+            result = self._request("POST", "/retrieve", body).get("result")
+            if not isinstance(result, list) or len(result) != len(batch):
+                raise RetrievalError(f"{self.base_url}: malformed response: expected {len(batch)} result lists")
+            for hits in result:
+                try:
+                    out.append([Passage.from_contents(str(h["document"]["id"]), h["document"]["contents"],
+                                                      float(h["score"])) for h in hits])
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise RetrievalError(f"{self.base_url}: malformed hit in response ({exc!r})") from None
+        return out
+
+    def _request(self, method: str, path: str, body: dict | None) -> dict:
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * (0.5 + self._rng.random())
+                logger.warning("%s%s: %s; retry %d/%d in %.2f s", self.base_url, path, last, attempt,
+                               self.retries, delay)
+                time.sleep(delay)
+            try:
+                response = self._http.request(method, path, json=body)
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                continue
+            if response.status_code in RETRY_STATUS:
+                last = f"HTTP {response.status_code}: {_detail(response)}"
+                continue
+            if response.status_code >= 400:
+                raise RetrievalError(f"{self.base_url}{path}: HTTP {response.status_code}: {_detail(response)}")
+            try:
+                return response.json()
+            except ValueError:
+                raise RetrievalError(f"{self.base_url}{path}: response is not JSON") from None
+        raise RetrievalError(f"{self.base_url}{path}: failed after {self.retries + 1} attempts; last error: {last}")
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        return str(response.json().get("detail", response.text[:200]))
+    except (ValueError, AttributeError):
+        return response.text[:200]
