@@ -94,6 +94,8 @@ class BM25Searcher:
         self.n_docs = int(self.model.scores["num_docs"])
         # The tokenizer memoises unseen query words, so concurrent callers take turns.
         self._lock = threading.Lock()
+        if params.numba:  # numba compiles on first use (≈7 s, not cached by bm25s): pay it here, not in a request
+            self.search_rows(["warm up"], 1)
 
     def search_rows(self, queries: Sequence[str], topk: int) -> list[list[tuple[int, float]]]:
         from bm25s.tokenization import Tokenized

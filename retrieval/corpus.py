@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from typing import NamedTuple
 
 # Some DPR passages are long; the csv module's default field limit (128 KiB) is not a corpus property.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+# Files are decoded with surrogateescape so one bad byte is one bad line (named or skipped), not a dead read.
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
 class CorpusPassage(NamedTuple):
@@ -56,8 +59,8 @@ def _open_text(path: Path):
     if path.suffix == ".gz":
         import gzip
 
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return path.open("r", encoding="utf-8", newline="")
+        return gzip.open(path, "rt", encoding="utf-8", errors="surrogateescape", newline="")
+    return path.open("r", encoding="utf-8", errors="surrogateescape", newline="")
 
 
 def _tsv(path: Path, stats: ReadStats, skip_bad_lines: bool) -> Iterator[CorpusPassage]:
@@ -68,7 +71,9 @@ def _tsv(path: Path, stats: ReadStats, skip_bad_lines: bool) -> Iterator[CorpusP
             if line == 1 and [c.strip().lower() for c in row] == ["id", "text", "title"]:
                 continue
             problem = None
-            if len(row) != 3:
+            if any(_UNDECODABLE.search(cell) for cell in row):
+                problem = "not valid UTF-8"
+            elif len(row) != 3:
                 problem = f"expected 3 tab-separated fields (id, text, title), got {len(row)}"
             elif not row[0].strip():
                 problem = "empty id"
@@ -107,6 +112,8 @@ def _jsonl(path: Path, stats: ReadStats, skip_bad_lines: bool) -> Iterator[Corpu
             if not line.strip():
                 continue
             try:
+                if _UNDECODABLE.search(line):
+                    raise ValueError("not valid UTF-8")
                 passage = _jsonl_passage(json.loads(line))
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
                 message = f"{path}:{line_no}: {exc}"
@@ -125,7 +132,4 @@ def read_corpus(path: str | Path, stats: ReadStats | None = None, skip_bad_lines
         raise CorpusError(f"{path}: no such corpus file")
     stats = stats if stats is not None else ReadStats()
     reader = _tsv if corpus_format(path) == "tsv" else _jsonl
-    try:
-        yield from reader(path, stats, skip_bad_lines)
-    except UnicodeDecodeError as exc:
-        raise CorpusError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start} of a read block)") from None
+    yield from reader(path, stats, skip_bad_lines)

@@ -1,0 +1,80 @@
+"""Shared retrieval fixtures: the toy-world corpora, a bm25 index over each, and a real uvicorn on loopback."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+import pytest
+import uvicorn
+
+from openrm.toyworld import KINDS, ToyWorld
+from retrieval.build_index import build_index
+
+
+@pytest.fixture(scope="session")
+def world() -> ToyWorld:
+    return ToyWorld(0)
+
+
+@pytest.fixture(scope="session")
+def corpora(world, tmp_path_factory):
+    """{"wiki": {"tsv": Path, "jsonl": Path}, "arxiv": {...}}"""
+    return world.write_corpora(tmp_path_factory.mktemp("toy"))
+
+
+@pytest.fixture(scope="session")
+def bm25_indexes(corpora, tmp_path_factory):
+    root = tmp_path_factory.mktemp("bm25")
+    for name, files in corpora.items():
+        build_index(files["tsv"], "bm25", root / name, progress=False)
+    return {name: root / name for name in corpora}
+
+
+@pytest.fixture(scope="session")
+def entity_queries(world):
+    """corpus -> (name + attribute keyword queries for its every document, the gold passage id of each)."""
+    return lambda corpus: _entity_queries(world, corpus)
+
+
+def _entity_queries(world: ToyWorld, corpus: str) -> tuple[list[str], list[str]]:
+    queries, gold = [], []
+    for doc in world.corpus(corpus):
+        for attribute in KINDS[doc.kind][1]:
+            queries.append(f"{doc.subject} {attribute.keyword}")
+            gold.append(doc.id)
+    return queries, gold
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def serve():
+    """`with serve(app) as url:` runs a real uvicorn on loopback for the block."""
+    return _serve
+
+
+@contextlib.contextmanager
+def _serve(app, **config):
+    """Run `app` under a real uvicorn server on loopback in a thread; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           access_log=False, **config))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
