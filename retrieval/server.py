@@ -12,6 +12,7 @@ with a message; a backend failure is a 500 for that request only.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
 
 from retrieval.retriever import Passage, Retriever
@@ -156,6 +157,24 @@ class MicroBatcher:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
+class BodyLimit:
+    """Pure ASGI middleware: a request whose Content-Length is over the limit gets 413 before its body is read.
+
+    (Starlette's `@app.middleware("http")` wraps every request in extra tasks; this costs nothing per request.)
+    """
+
+    def __init__(self, app, max_bytes: int):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            length = dict(scope["headers"]).get(b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+                response = JSONResponse({"detail": f"request body over {self.max_bytes} bytes"}, status_code=413)
+                return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
 def _document(p: Passage, with_score: bool) -> dict:
     doc = {"id": p.id, "contents": p.contents}
     return {"document": doc, "score": p.score} if with_score else doc
@@ -178,14 +197,8 @@ def create_app(retrievers: Mapping[str, Retriever], limits: ServerLimits | None 
             b.close()
 
     app = FastAPI(title="openrm retrieval", lifespan=lifespan)
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
     app.state.batchers, app.state.caches, app.state.limits = batchers, caches, limits
-
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limits.max_body_bytes):
-            return JSONResponse({"detail": f"request body over {limits.max_body_bytes} bytes"}, status_code=413)
-        return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError):
@@ -246,7 +259,9 @@ def create_app(retrievers: Mapping[str, Retriever], limits: ServerLimits | None 
             for q, passages in zip(missing, results, strict=True):
                 cache.put((q, topk), passages)
                 found[q] = passages
-        return {"result": [[_document(p, req.return_scores) for p in found[q]] for q in req.queries]}
+        result = [[_document(p, req.return_scores) for p in found[q]] for q in req.queries]
+        # Serialised here: FastAPI's generic encoder walks every nested value and costs more than the search.
+        return Response(json.dumps({"result": result}, ensure_ascii=False), media_type="application/json")
 
     return app
 
