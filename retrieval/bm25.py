@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -91,8 +94,13 @@ class BM25Searcher:
         self.tokenizer.word_to_stem, self.tokenizer.stem_to_sid = saved["word_to_stem"], saved["stem_to_sid"]
         self.tokenizer.word_to_id = saved["word_to_id"]
         self.n_docs = int(self.model.scores["num_docs"])
-        # The tokenizer memoises unseen query words, so concurrent callers take turns.
+        # The tokenizer memoises unseen query words, so concurrent callers take turns at it (not at the scoring).
         self._lock = threading.Lock()
+        # bm25s's numba kernel for n_threads > 1 runs on one core (its prange loop is not parallelised, bm25s
+        # 0.3.16), but its serial kernel releases the GIL: numba batches are split over our own threads instead.
+        self._threads = params.n_threads or os.cpu_count() or 1
+        self._pool = (ThreadPoolExecutor(self._threads, thread_name_prefix="bm25")
+                      if params.numba and self._threads > 1 else None)
         if params.numba:  # numba compiles on first use (≈7 s, not cached by bm25s): pay it here, not in a request
             self.search_rows(["warm up"], 1)
 
@@ -100,14 +108,25 @@ class BM25Searcher:
         k = min(topk, self.n_docs)
         with self._lock:
             ids = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids", show_progress=False)
-            # Plain id lists, not a `Tokenized`: bm25s turns the latter back into strings through an inverse
-            # vocabulary it rebuilds on every call (≈27 ms at 100k passages, more at wiki scale).
-            rows, scores = self.model.retrieve(ids, k=k, show_progress=False, n_threads=self.params.n_threads)
+        if self._pool is None or len(ids) < 2 * self._threads:
+            parts = [self._retrieve(ids, k)]
+        else:
+            size = math.ceil(len(ids) / self._threads)
+            parts = list(self._pool.map(self._retrieve, [ids[i:i + size] for i in range(0, len(ids), size)],
+                                        [k] * self._threads))
         out = []
-        for row_ids, row_scores in zip(rows.tolist(), scores.tolist(), strict=True):
-            # bm25s pads with zero-score rows when fewer than k passages share a term; those are not hits.
-            out.append([(r, s) for r, s in zip(row_ids, row_scores, strict=True) if s > 0])
+        for rows, scores in parts:
+            for row_ids, row_scores in zip(rows.tolist(), scores.tolist(), strict=True):
+                # bm25s pads with zero-score rows when fewer than k passages share a term; those are not hits.
+                out.append([(r, s) for r, s in zip(row_ids, row_scores, strict=True) if s > 0])
         return out
+
+    def _retrieve(self, ids: list[list[int]], k: int):
+        # Plain id lists, not a `Tokenized`: bm25s turns the latter back into strings through an inverse
+        # vocabulary it rebuilds on every call (≈27 ms at 100k passages, more at wiki scale). With numba,
+        # n_threads=1 is bm25s's serial, thread-safe path; the numpy backend spreads a batch over threads itself.
+        return self.model.retrieve(ids, k=k, show_progress=False,
+                                   n_threads=1 if self.params.numba else self.params.n_threads)
 
 
 def load(index_dir: Path, params: Params) -> BM25Searcher:
