@@ -112,14 +112,19 @@ def tree_rss_kb(root: int) -> int:
 
 
 def run_measured(command: list[str]) -> tuple[str, float, int]:
-    """Run `command`; returns its stdout, wall seconds and the peak RSS (kB) of its process tree, sampled at 5 Hz."""
+    """Run `command`; returns its stdout, wall seconds and the peak RSS (kB) of its process tree, sampled at 5 Hz.
+
+    Warns when the machine's load average says something else was running: the timings are then not clean.
+    """
     started = time.perf_counter()
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     peak = [0]
+    load = [0.0]
 
     def sample():
         while proc.poll() is None:
             peak[0] = max(peak[0], tree_rss_kb(proc.pid))
+            load[0] = max(load[0], os.getloadavg()[0])
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -129,6 +134,9 @@ def run_measured(command: list[str]) -> tuple[str, float, int]:
     sampler.join()
     if rc != 0:
         raise RuntimeError(f"{' '.join(command)} exited with {rc}")
+    if load[0] > (os.cpu_count() or 1) + 0.5:
+        print(f"warning: load average reached {load[0]:.1f} on {os.cpu_count()} cores during {command[-1][:60]!r}; "
+              "another process competed for the CPU", file=sys.stderr, flush=True)
     return out, time.perf_counter() - started, peak[0]
 
 
