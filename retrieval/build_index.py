@@ -130,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         params = backend_module(args.backend).Params.from_strings(args.param).to_dict()
         manifest = build_index(args.corpus, args.backend, args.out, params, overwrite=args.overwrite,
                                skip_bad_lines=args.skip_bad_lines, progress=args.progress)
-    except (CorpusError, IndexExistsError, ValueError) as exc:
-        logger.error("%s", exc)
+    except (CorpusError, IndexExistsError, ValueError, ImportError, OSError, RuntimeError) as exc:
+        # bad input, a missing optional backend (pyserini, colbert toolchain) or a failed backend build
+        logger.error("%s: %s", type(exc).__name__, exc)
         return 2
     print(f"{args.out}: {manifest.n_passages} passages, {manifest.backend}, {manifest.build_seconds:.1f} s")
     return 0
