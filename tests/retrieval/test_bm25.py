@@ -62,3 +62,16 @@ def test_concurrent_callers_get_the_same_answers(bm25_indexes, entity_queries):
     for t in threads:
         t.join()
     assert all(r == expected for r in results.values())
+
+
+def test_own_kernel_matches_bm25s_and_threads_do_not_change_answers(bm25_indexes, entity_queries):
+    queries, _ = entity_queries("wiki")
+    one = load_index(bm25_indexes["wiki"], n_threads=1)
+    assert one.searcher._own_kernel
+    reference = load_index(bm25_indexes["wiki"], numba=False)  # bm25s's own numpy scoring
+    for k in (1, 10, 1000):
+        ours, theirs = one.search(queries, k), reference.search(queries, k)
+        for a, b in zip(ours, theirs, strict=True):
+            assert [round(p.score, 4) for p in a] == pytest.approx([round(p.score, 4) for p in b], abs=1e-4)
+            assert {p.id for p in a if p.score > a[-1].score} <= {p.id for p in b}  # same hits above the tie line
+    assert load_index(bm25_indexes["wiki"], n_threads=2).search(queries, 5) == one.search(queries, 5)
