@@ -13,7 +13,6 @@ compressed index in RAM at load. Encoding wants a GPU: see bench/RESULTS.md for 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import logging
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from retrieval.docstore import DocStore
-from retrieval.manifest import BackendParams
+from retrieval.manifest import BackendParams, folder_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -93,14 +92,6 @@ def _checkpoint_dir(params: Params) -> Path:
     if not path.is_dir() or not (path / "config.json").is_file():
         raise ValueError(f"colbert checkpoint {path} is not a model folder (no config.json)")
     return path
-
-
-def _fingerprint(checkpoint: Path) -> str:
-    """Cheap identity of a checkpoint folder: its config plus every file's name and size."""
-    h = hashlib.sha256((checkpoint / "config.json").read_bytes())
-    for f in sorted(p for p in checkpoint.rglob("*") if p.is_file()):
-        h.update(f"{f.relative_to(checkpoint)}\0{f.stat().st_size}\0".encode())
-    return h.hexdigest()
 
 
 def _has_projection(checkpoint: Path) -> bool:
@@ -228,7 +219,7 @@ def build(docstore: DocStore, out_dir: Path, params: Params, progress: bool = Tr
         indexer = Indexer(checkpoint=str(encoder), config=_colbert_config(params), verbose=1)
         indexer.index(name=PLAID_DIR, collection=collection)
     (out_dir / CHECKPOINT_FILE).write_text(json.dumps({
-        "checkpoint": str(checkpoint), "fingerprint": _fingerprint(checkpoint),
+        "checkpoint": str(checkpoint), "fingerprint": folder_fingerprint(checkpoint),
         "projection": "checkpoint" if projection else f"drawn with seed {PROJECTION_SEED}, saved in {ENCODER_DIR}/",
     }, indent=2) + "\n", encoding="utf-8")
     meta = json.loads((out_dir / PLAID_DIR / "metadata.json").read_text(encoding="utf-8"))
@@ -249,7 +240,7 @@ class ColBERTSearcher:
         if not encoder.is_dir():
             encoder = _checkpoint_dir(params)
             built = json.loads((index_dir / CHECKPOINT_FILE).read_text(encoding="utf-8"))
-            if _fingerprint(encoder) != built["fingerprint"]:
+            if folder_fingerprint(encoder) != built["fingerprint"]:
                 logger.warning("colbert checkpoint %s differs from the one %s was built with (%s); rebuild if "
                                "results look wrong", encoder, index_dir, built["checkpoint"])
         colbert_compat.check_toolchain()

@@ -34,6 +34,14 @@ def library_versions(names: tuple[str, ...]) -> dict[str, str]:
     return versions
 
 
+def folder_fingerprint(folder: Path) -> str:
+    """Cheap identity of a model folder: its config.json plus every file's name and size (no hashing of weights)."""
+    h = hashlib.sha256((folder / "config.json").read_bytes() if (folder / "config.json").is_file() else b"")
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(f"{f.relative_to(folder)}\0{f.stat().st_size}\0".encode())
+    return h.hexdigest()
+
+
 def file_sha256(path: Path, progress: bool = False) -> str:
     from tqdm.auto import tqdm
 
