@@ -1,0 +1,157 @@
+"""The multi-turn judge rollout over token ids: generate → stop at `</search>`, `</answer>` or EOS → run the
+batch's pending searches → append `<information>` tokens (env_mask 0) → continue, until every row is done.
+
+Token ids are kept exactly as the generator sampled them; only the environment's `<information>` blocks are
+tokenised here, and they are masked out of the loss. A trajectory that ends with `</answer>` gets the EOS token
+appended (masked), so trainers that detect truncation by a final EOS (TRL) see it as finished.
+
+    trajectories = rollout(prompt_ids, HFGenerator(model, tok), ToolBox(...), tok, RolloutConfig())
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from openrm import protocol
+from openrm.generation import Generator, SamplingParams
+from openrm.tools import ToolBox, ToolCall, ToolResult
+
+logger = logging.getLogger(__name__)
+
+Finish = Literal["answer", "eos", "max_turns", "length"]
+SEARCH_OPEN, SEARCH_CLOSE = protocol.open_tag(protocol.SEARCH), protocol.close_tag(protocol.SEARCH)
+ANSWER_CLOSE = protocol.close_tag(protocol.ANSWER)
+TRUNCATED = " [truncated]"
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    max_tool_calls: int = 3  # searches that are executed; later ones get a "budget used up" message
+    max_turns: int = 5  # generation turns (a turn ends at a stop string); then the row ends as "max_turns"
+    max_completion_tokens: int = 2048  # model + environment tokens after the prompt
+    max_information_tokens: int = 512  # one <information> block, truncated to this many tokens
+    sampling: SamplingParams = field(default_factory=SamplingParams)  # its max_new_tokens caps one turn
+
+    def __post_init__(self):
+        if self.max_tool_calls < 0 or self.max_turns < 1:
+            raise ValueError(f"need max_tool_calls >= 0 and max_turns >= 1, got {self.max_tool_calls}, "
+                             f"{self.max_turns}")
+        if self.max_completion_tokens < 1 or self.max_information_tokens < 16:
+            raise ValueError("need max_completion_tokens >= 1 and max_information_tokens >= 16")
+
+
+@dataclass
+class Trajectory:
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)  # 1 = sampled by the model, 0 = inserted by the environment
+    logprobs: list[float] = field(default_factory=list)  # sampled tokens' log-probs; 0.0 on environment tokens
+    tool_results: list[ToolResult] = field(default_factory=list)
+    finish_reason: Finish | None = None
+    turns: int = 0
+
+    def extend(self, ids: Sequence[int], logprobs: Sequence[float] | None) -> None:
+        self.completion_ids.extend(ids)
+        self.env_mask.extend([0 if logprobs is None else 1] * len(ids))
+        self.logprobs.extend([0.0] * len(ids) if logprobs is None else logprobs)
+
+    @property
+    def n_calls(self) -> int:
+        return len(self.tool_results)
+
+    def text(self, tokenizer: Any) -> str:
+        return tokenizer.decode(self.completion_ids, skip_special_tokens=True)
+
+
+def _eos_id(tokenizer: Any) -> int | None:
+    return tokenizer.eos_token_id
+
+
+def _search_inside(turn_text: str) -> str | None:
+    """The text of the last `<search>` block of a turn that ended at `</search>`; None if it has no opening tag."""
+    body = turn_text[: turn_text.rfind(SEARCH_CLOSE)] if SEARCH_CLOSE in turn_text else turn_text
+    start = body.rfind(SEARCH_OPEN)
+    return None if start < 0 else body[start + len(SEARCH_OPEN):]
+
+
+def information_ids(tokenizer: Any, result: ToolResult, budget: int) -> list[int]:
+    """Token ids of the result's `<information>` block, truncated inside its body to at most `budget` tokens
+    (the closing tag is always kept so the model sees where the evidence ends)."""
+    ids = tokenizer.encode(result.rendered, add_special_tokens=False)
+    if len(ids) <= budget:
+        return ids
+    tail = tokenizer.encode(TRUNCATED + "\n" + protocol.close_tag(protocol.INFORMATION) + "\n",
+                            add_special_tokens=False)
+    keep = max(budget - len(tail), 0)
+    return (ids[:keep] + tail)[:budget]
+
+
+def rollout(prompts: Sequence[Sequence[int]], generator: Generator, toolbox: ToolBox | None, tokenizer: Any,
+            cfg: RolloutConfig = RolloutConfig()) -> list[Trajectory]:
+    """Run every prompt to its end; one `Trajectory` per prompt, in order. `toolbox=None`: no-tool judging
+    (a search is answered with a message saying no tools are available)."""
+    rows = [Trajectory(list(p)) for p in prompts]
+    calls_made = [0] * len(rows)
+    active = list(range(len(rows)))
+    eos = _eos_id(tokenizer)
+    stops = tuple(dict.fromkeys((*cfg.sampling.stop, *protocol.STOP_STRINGS)))
+    while active:
+        budget = {i: cfg.max_completion_tokens - len(rows[i].completion_ids) for i in active}
+        # one generate call per distinct token budget keeps rows batched; budgets only differ near the end
+        outputs = {}
+        for cap in sorted({min(cfg.sampling.max_new_tokens, b) for b in budget.values()}):
+            group = [i for i in active if min(cfg.sampling.max_new_tokens, budget[i]) == cap]
+            params = replace(cfg.sampling, max_new_tokens=cap, stop=stops)
+            gens = generator.generate([rows[i].prompt_ids + rows[i].completion_ids for i in group], params)
+            if len(gens) != len(group):
+                raise RuntimeError(f"generator returned {len(gens)} generations for {len(group)} prompts")
+            outputs.update(zip(group, gens, strict=True))
+        pending: list[tuple[int, ToolCall]] = []
+        for i in active:
+            row, gen = rows[i], outputs[i]
+            if len(gen.logprobs) != len(gen.token_ids):
+                raise RuntimeError(f"generator returned {len(gen.token_ids)} tokens but {len(gen.logprobs)} logprobs")
+            row.extend(gen.token_ids, gen.logprobs)
+            row.turns += 1
+            if gen.finish_reason == "eos":
+                row.finish_reason = "eos"
+            elif gen.finish_reason == "stop" and gen.stop_string == ANSWER_CLOSE:
+                row.finish_reason = "answer"
+                if eos is not None:
+                    row.extend([eos], None)
+            elif gen.finish_reason == "stop" and gen.stop_string == SEARCH_CLOSE:
+                if row.turns >= cfg.max_turns:
+                    row.finish_reason = "max_turns"
+                    continue
+                inside = _search_inside(tokenizer.decode(gen.token_ids, skip_special_tokens=True))
+                if inside is None:
+                    call = ToolCall(None, "", f"{SEARCH_CLOSE} without a matching {SEARCH_OPEN}")
+                elif toolbox is None:
+                    call = ToolCall(None, inside.strip(), "no search tools are available; decide from the answers")
+                else:
+                    call = toolbox.parse(inside)
+                if call.error is None and calls_made[i] >= cfg.max_tool_calls:
+                    call = ToolCall(call.tool, call.query, f"the budget of {cfg.max_tool_calls} searches is used "
+                                    "up; decide with what you have")
+                calls_made[i] += call.error is None
+                pending.append((i, call))
+            elif len(row.completion_ids) >= cfg.max_completion_tokens:
+                row.finish_reason = "length"
+            elif gen.finish_reason == "length" and row.turns >= cfg.max_turns:
+                row.finish_reason = "max_turns"
+            # else: the turn hit its own max_new_tokens with budget left; the row simply continues
+        if pending:
+            results = toolbox.run([c for _, c in pending]) if toolbox is not None else \
+                [ToolResult(c, error=c.error, rendered=protocol.render_information([], c.error)) for _, c in pending]
+            for (i, _), result in zip(pending, results, strict=True):
+                row = rows[i]
+                row.tool_results.append(result)
+                room = cfg.max_completion_tokens - len(row.completion_ids)
+                row.extend(information_ids(tokenizer, result, min(cfg.max_information_tokens, room)), None)
+                if len(row.completion_ids) >= cfg.max_completion_tokens:
+                    row.finish_reason = "length"
+        active = [i for i in active if rows[i].finish_reason is None]
+    return rows
