@@ -136,6 +136,9 @@ def make_openrm_reward(cfg: RewardConfig):
             ),
             "openrm/malformed_rate": sum(not p.well_formed for p in parsed) / n,
         }
+        for reason in ("answer", "eos", "max_turns", "length"):  # from openrm.rollout's TRL rollout_func
+            if "finish_reason" in kwargs:
+                metrics[f"openrm/finish_{reason}"] = sum(f == reason for f in kwargs["finish_reason"]) / n
         for name, value in metrics.items():
             if log_metric is not None:
                 log_metric(name, value)

@@ -11,7 +11,7 @@ appended (masked), so trainers that detect truncation by a final EOS (TRL) see i
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -155,3 +155,51 @@ def rollout(prompts: Sequence[Sequence[int]], generator: Generator, toolbox: Too
                     row.finish_reason = "length"
         active = [i for i in active if rows[i].finish_reason is None]
     return rows
+
+
+def prompt_token_ids(tokenizer: Any, prompt: Any) -> list[int]:
+    """Token ids of a chat prompt (messages) with the generation prompt appended, or of a plain string."""
+    if isinstance(prompt, str):
+        return tokenizer.encode(prompt, add_special_tokens=False)
+    out = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
+    if isinstance(out, Mapping):  # transformers 5 may hand back a BatchEncoding
+        out = out["input_ids"]
+    return list(out)
+
+
+def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig):
+    """A `rollout_func` for TRL's GRPOTrainer: one trajectory per received prompt (the sampler already repeated
+    each prompt `num_generations` times, in order, so groups stay intact on every process).
+
+    Sampling settings come from the trainer's `GRPOConfig` (temperature, top_p, top_k, max_completion_length);
+    `cfg` adds the tool budget. Generation uses the trainer's own model (unwrapped from DDP / DeepSpeed), or its
+    colocated vLLM engine when `use_vllm` (server mode cannot take our token-level multi-turn requests).
+    """
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list]:
+        from openrm.generation import HFGenerator, VLLMGenerator
+
+        tokenizer, args = trainer.processing_class, trainer.args
+        ids = [prompt_token_ids(tokenizer, p) for p in prompts]
+        sampling = replace(cfg.sampling, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k or 0,
+                           max_new_tokens=min(cfg.sampling.max_new_tokens, args.max_completion_length))
+        run_cfg = replace(cfg, max_completion_tokens=args.max_completion_length, sampling=sampling)
+        if trainer.use_vllm:
+            if args.vllm_mode != "colocate" or args.vllm_enable_sleep_mode:
+                raise ValueError("openrm rollouts drive vLLM token by token: use vllm_mode=colocate without "
+                                 "vllm_enable_sleep_mode")
+            trajectories = rollout(ids, VLLMGenerator(trainer.vllm_generation.llm), toolbox, tokenizer, run_cfg)
+        else:
+            from trl.models.utils import unwrap_model_for_generation
+
+            with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                             gather_deepspeed3_params=args.ds3_gather_for_generation,
+                                             gradient_checkpointing_kwargs=args.gradient_checkpointing_kwargs) as model:
+                trajectories = rollout(ids, HFGenerator(model, tokenizer), toolbox, tokenizer, run_cfg)
+        return {"prompt_ids": [t.prompt_ids for t in trajectories],
+                "completion_ids": [t.completion_ids for t in trajectories],
+                "logprobs": [t.logprobs for t in trajectories],
+                "env_mask": [t.env_mask for t in trajectories],
+                "finish_reason": [t.finish_reason for t in trajectories]}
+
+    return rollout_func

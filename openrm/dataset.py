@@ -1,0 +1,95 @@
+"""Judge-example datasets (the record of DESIGN.md) read from an HF dataset folder or JSONL, validated, and turned
+into GRPO prompts (chat messages) with the columns the reward reads (`label`, `gold_tool`).
+
+    ds = load_judge_examples("runs/quickstart/data/dataset", split="train")
+    train = to_prompts(ds, tools, max_tool_calls=3, tokenizer=tok, max_prompt_length=4096)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from openrm import protocol
+
+logger = logging.getLogger(__name__)
+
+REQUIRED = ("id", "question", "answer_a", "answer_b", "label", "gold_tool")
+LABELS = ("A", "B", "tie")
+
+
+def check_example(row: Mapping[str, Any], where: str) -> None:
+    """Raise ValueError naming `where` if `row` is not a judge example."""
+    missing = [k for k in REQUIRED if k not in row]
+    if missing:
+        raise ValueError(f"{where}: judge example lacks {missing} (needs {list(REQUIRED)})")
+    for key in ("question", "answer_a", "answer_b"):
+        if not isinstance(row[key], str) or not row[key].strip():
+            raise ValueError(f"{where}: {key} must be a non-empty string")
+    if row["label"] not in LABELS:
+        raise ValueError(f"{where}: label must be one of {LABELS}, got {row['label']!r}")
+    if row["gold_tool"] is not None and not isinstance(row["gold_tool"], str):
+        raise ValueError(f"{where}: gold_tool must be a tool name or null, got {row['gold_tool']!r}")
+
+
+def load_judge_examples(path: str | Path, split: str = "train"):
+    """An HF `datasets.Dataset` of judge examples from a `save_to_disk` folder (Dataset or DatasetDict) or JSONL."""
+    from datasets import Dataset, DatasetDict, load_from_disk
+
+    path = Path(path)
+    if path.is_dir():
+        ds = load_from_disk(str(path))
+        if isinstance(ds, DatasetDict):
+            if split not in ds:
+                raise ValueError(f"{path}: no split {split!r}; it has {sorted(ds)}")
+            ds = ds[split]
+    elif path.is_file():
+        rows = []
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
+                if not isinstance(rows[-1], dict):
+                    raise ValueError(f"{path}:{n}: a judge example must be a JSON object")
+                check_example(rows[-1], f"{path}:{n}")
+        ds = Dataset.from_list(rows)
+    else:
+        raise FileNotFoundError(f"{path}: no such dataset folder or JSONL file")
+    if len(ds) == 0:
+        raise ValueError(f"{path}: the dataset is empty")
+    for i, row in enumerate(ds):
+        check_example(row, f"{path} row {i}")
+    return ds
+
+
+def to_prompts(ds, tools: Sequence[protocol.ToolSpec], max_tool_calls: int, tokenizer: Any = None,
+               max_prompt_length: int | None = None):
+    """Add a chat `prompt` column; drop (and count) examples whose rendered prompt exceeds `max_prompt_length`.
+
+    Ties cannot be learned from an A/B reward, so tie-labelled rows are dropped too."""
+    known = {t.name for t in tools}
+    bad_tools = sorted({g for g in ds["gold_tool"] if g is not None and g not in known})
+    if bad_tools:
+        raise ValueError(f"dataset gold_tool values {bad_tools} are not among the configured tools {sorted(known)}")
+    n = len(ds)
+    ds = ds.filter(lambda row: row["label"] != "tie")
+    ds = ds.map(lambda row: {"prompt": protocol.judge_messages(row, tools, max_tool_calls)})
+    if tokenizer is not None and max_prompt_length:
+        def fits(row):
+            ids = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
+            return len(tokenizer(ids, add_special_tokens=False)["input_ids"]) <= max_prompt_length
+
+        ds = ds.filter(fits)
+    if len(ds) < n:
+        logger.warning("dropped %d of %d examples (tie labels or prompts over %s tokens)", n - len(ds), n,
+                       max_prompt_length)
+    if len(ds) == 0:
+        raise ValueError("no trainable examples left after dropping ties and over-long prompts")
+    return ds

@@ -1,0 +1,125 @@
+"""GRPO training of the tool-augmented judge on TRL's GRPOTrainer, with multi-turn search rollouts.
+
+    accelerate launch train/grpo_openrm.py --config configs/grpo_openrm/qwen2.5-7b_paper.yaml
+    python train/grpo_openrm.py --config configs/grpo_openrm/tiny_cpu.yaml --model_name_or_path runs/tiny-judge
+
+Reads top to bottom: arguments → tools and retrievers → data → rollout → reward → trainer → train → save.
+The trainer logs the reward total, `openrm/em`, `openrm/tool`, searches per trajectory, the wrong-corpus call share,
+the malformed rate, finish reasons and completion length every `logging_steps`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):  # `accelerate launch train/grpo_openrm.py` runs this file as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from openrm import protocol  # noqa: E402
+from openrm.generation import SamplingParams  # noqa: E402
+from openrm.reward import VARIANTS, RewardConfig, make_openrm_reward  # noqa: E402
+from openrm.rollout import RolloutConfig, make_trl_rollout_func  # noqa: E402
+
+logger = logging.getLogger("openrm.grpo")
+RUN_FILE = "openrm_run.json"
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise ValueError(f"{what} entries are KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+@dataclass
+class OpenRMArguments:
+    dataset: str = field(metadata={"help": "Judge examples: an HF dataset folder (save_to_disk) or a JSONL file."})
+    dataset_split: str = field(default="train", metadata={"help": "Split to train on when `dataset` has splits."})
+    retrievers: list[str] = field(default_factory=lambda: ["wiki=runs/quickstart/indexes/wiki",
+                                                           "arxiv=runs/quickstart/indexes/arxiv"],
+                                  metadata={"help": "CORPUS=LOCATION: an index folder or a retrieval server URL."})
+    tools: list[str] = field(default_factory=lambda: ["WIKI=wiki", "ARXIV=arxiv"],
+                             metadata={"help": "TOOL=CORPUS: the tool names the judge writes and what they search."})
+    topk: int = field(default=3, metadata={"help": "Passages returned per search."})
+    max_tool_calls: int = field(default=3, metadata={"help": "Searches executed per trajectory (and R_tool's cap)."})
+    max_turns: int = field(default=5, metadata={"help": "Generation turns per trajectory."})
+    max_turn_tokens: int = field(default=512, metadata={"help": "New tokens per turn (the completion budget caps "
+                                                                "the total)."})
+    max_information_tokens: int = field(default=512, metadata={"help": "Tokens kept of one <information> block."})
+    max_prompt_length: int = field(default=4096, metadata={"help": "Examples with longer prompts are dropped."})
+    reward_variant: str = field(default="composite", metadata={"help": f"One of {sorted(VARIANTS)}."})
+    max_examples: int = field(default=0, metadata={"help": "Train on the first N examples only (0 = all)."})
+
+    def __post_init__(self):
+        self.tool_specs = protocol.tools_from_mapping(_pairs(self.tools, "tools"))
+        self.locations = _pairs(self.retrievers, "retrievers")
+        missing = sorted({t.corpus for t in self.tool_specs} - set(self.locations))
+        if missing:
+            raise ValueError(f"tools search corpora {missing} that no --retrievers entry serves")
+        RewardConfig(variant=self.reward_variant, max_tool_calls=self.max_tool_calls)  # validates
+        RolloutConfig(max_tool_calls=self.max_tool_calls, max_turns=self.max_turns,
+                      max_information_tokens=self.max_information_tokens)
+        if self.topk < 1 or self.max_turn_tokens < 1 or self.max_prompt_length < 1 or self.max_examples < 0:
+            raise ValueError("topk, max_turn_tokens and max_prompt_length must be >= 1, max_examples >= 0")
+
+
+def build_trainer(script_args: OpenRMArguments, training_args, model_args):
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer, get_peft_config
+
+    from openrm.dataset import load_judge_examples, to_prompts
+    from openrm.tools import ToolBox
+
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    examples = load_judge_examples(script_args.dataset, script_args.dataset_split)
+    if script_args.max_examples:
+        examples = examples.select(range(min(script_args.max_examples, len(examples))))
+    train_dataset = to_prompts(examples, script_args.tool_specs, script_args.max_tool_calls, tokenizer,
+                               script_args.max_prompt_length)
+    logger.info("training on %d judge examples from %s", len(train_dataset), script_args.dataset)
+
+    toolbox = ToolBox.from_locations(script_args.locations, script_args.tool_specs, script_args.topk)
+    rollout_cfg = RolloutConfig(max_tool_calls=script_args.max_tool_calls, max_turns=script_args.max_turns,
+                                max_information_tokens=script_args.max_information_tokens,
+                                sampling=SamplingParams(max_new_tokens=script_args.max_turn_tokens))
+    reward = make_openrm_reward(RewardConfig(variant=script_args.reward_variant,
+                                             max_tool_calls=script_args.max_tool_calls,
+                                             tools=protocol.tool_names(script_args.tool_specs)))
+
+    training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
+    return GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[reward], args=training_args,
+                       train_dataset=train_dataset, processing_class=tokenizer,
+                       peft_config=get_peft_config(model_args),
+                       rollout_func=make_trl_rollout_func(toolbox, rollout_cfg))
+
+
+def main(script_args: OpenRMArguments, training_args, model_args) -> None:
+    trainer = build_trainer(script_args, training_args, model_args)
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        run = {"script_args": asdict(script_args), "global_step": trainer.state.global_step,
+               "base_model": model_args.model_name_or_path, "use_peft": model_args.use_peft,
+               "tools": {t.name: t.corpus for t in script_args.tool_specs}}
+        (Path(training_args.output_dir) / RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+        logger.info("saved the judge to %s after %d steps", training_args.output_dir, trainer.state.global_step)
+
+
+def parse(argv: list[str] | None = None):
+    from trl import GRPOConfig, ModelConfig, TrlParser
+
+    return TrlParser((OpenRMArguments, GRPOConfig, ModelConfig)).parse_args_and_config(args=argv)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    main(*parse())
