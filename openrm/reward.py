@@ -23,6 +23,7 @@ response earns R_EM = 0 whatever it answered, so a format shortcut can never be 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -110,8 +111,12 @@ def completion_text(completion: Any) -> str:
     return ""
 
 
-def make_openrm_reward(cfg: RewardConfig):
-    """Build a TRL reward function for `cfg`; the function's `__name__` names its log column."""
+def make_openrm_reward(cfg: RewardConfig, trajectory_log: str | None = None):
+    """Build a TRL reward function for `cfg`; the function's `__name__` names its log column.
+
+    `trajectory_log`: a JSONL file that gets one line per scored completion (step, example id, label, prompt
+    fingerprint and finish reason when the rollout supplies them, reward parts, completion text), for audits.
+    """
 
     def openrm_reward(completions: Sequence[Any], label: Sequence[str], **kwargs: Any) -> list[float]:
         if "gold_tool" not in kwargs:
@@ -143,10 +148,25 @@ def make_openrm_reward(cfg: RewardConfig):
             if log_metric is not None:
                 log_metric(name, value)
         logger.debug("openrm reward batch: %s", metrics)
+        if trajectory_log is not None:
+            _append_log(trajectory_log, completions, parsed, parts, label, gold_tools, kwargs)
         return [p.total for p in parts]
 
     openrm_reward.__name__ = f"openrm_{cfg.variant}"
     return openrm_reward
+
+
+def _append_log(path: str, completions, parsed, parts, label, gold_tools, kwargs: Mapping[str, Any]) -> None:
+    state = kwargs.get("trainer_state")
+    step = getattr(state, "global_step", None)
+    with open(path, "a", encoding="utf-8") as f:
+        for i, (completion, p, part) in enumerate(zip(completions, parsed, parts, strict=True)):
+            record = {"step": step, "label": label[i], "gold_tool": gold_tools[i], "answer": p.answer,
+                      "well_formed": p.well_formed, **part._asdict(), "completion": completion_text(completion)}
+            for key in ("id", "prompt_sha", "finish_reason"):
+                if key in kwargs:
+                    record[key] = kwargs[key][i]
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 openrm_reward = make_openrm_reward(RewardConfig())

@@ -10,6 +10,7 @@ appended (masked), so trainers that detect truncation by a final EOS (TRL) see i
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -167,6 +168,11 @@ def prompt_token_ids(tokenizer: Any, prompt: Any) -> list[int]:
     return list(out)
 
 
+def prompt_sha(ids: Sequence[int]) -> str:
+    """Short fingerprint of a prompt's token ids: lets reward logs prove each completion met its own prompt."""
+    return hashlib.sha1(",".join(map(str, ids)).encode()).hexdigest()[:16]
+
+
 def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig):
     """A `rollout_func` for TRL's GRPOTrainer: one trajectory per received prompt (the sampler already repeated
     each prompt `num_generations` times, in order, so groups stay intact on every process).
@@ -200,6 +206,7 @@ def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig):
                 "completion_ids": [t.completion_ids for t in trajectories],
                 "logprobs": [t.logprobs for t in trajectories],
                 "env_mask": [t.env_mask for t in trajectories],
-                "finish_reason": [t.finish_reason for t in trajectories]}
+                "finish_reason": [t.finish_reason for t in trajectories],
+                "prompt_sha": [prompt_sha(t.prompt_ids) for t in trajectories]}
 
     return rollout_func

@@ -56,7 +56,11 @@ class OpenRMArguments:
     max_information_tokens: int = field(default=512, metadata={"help": "Tokens kept of one <information> block."})
     max_prompt_length: int = field(default=4096, metadata={"help": "Examples with longer prompts are dropped."})
     reward_variant: str = field(default="composite", metadata={"help": f"One of {sorted(VARIANTS)}."})
+    require_well_formed: bool = field(default=True, metadata={"help": "R_EM needs a well-formed response (the tiny "
+                                                                      "CPU judge relaxes this)."})
     max_examples: int = field(default=0, metadata={"help": "Train on the first N examples only (0 = all)."})
+    trajectory_log: str = field(default="", metadata={"help": "Append every scored trajectory (id, prompt hash, "
+                                                            "completion, reward parts) to this JSONL file, per rank."})
 
     def __post_init__(self):
         self.tool_specs = protocol.tools_from_mapping(_pairs(self.tools, "tools"))
@@ -69,6 +73,13 @@ class OpenRMArguments:
                       max_information_tokens=self.max_information_tokens)
         if self.topk < 1 or self.max_turn_tokens < 1 or self.max_prompt_length < 1 or self.max_examples < 0:
             raise ValueError("topk, max_turn_tokens and max_prompt_length must be >= 1, max_examples >= 0")
+
+
+def _rank_path(path: str) -> str | None:
+    """`log.jsonl` -> `log.rank0.jsonl`: every process writes its own file."""
+    from accelerate import PartialState
+
+    return str(Path(path).with_suffix(f".rank{PartialState().process_index}.jsonl")) if path else None
 
 
 def build_trainer(script_args: OpenRMArguments, training_args, model_args):
@@ -92,7 +103,9 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
                                 sampling=SamplingParams(max_new_tokens=script_args.max_turn_tokens))
     reward = make_openrm_reward(RewardConfig(variant=script_args.reward_variant,
                                              max_tool_calls=script_args.max_tool_calls,
-                                             tools=protocol.tool_names(script_args.tool_specs)))
+                                             require_well_formed=script_args.require_well_formed,
+                                             tools=protocol.tool_names(script_args.tool_specs)),
+                                trajectory_log=_rank_path(script_args.trajectory_log))
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     return GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[reward], args=training_args,
@@ -101,7 +114,7 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
                        rollout_func=make_trl_rollout_func(toolbox, rollout_cfg))
 
 
-def main(script_args: OpenRMArguments, training_args, model_args) -> None:
+def main(script_args: OpenRMArguments, training_args, model_args):
     trainer = build_trainer(script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)
@@ -111,6 +124,7 @@ def main(script_args: OpenRMArguments, training_args, model_args) -> None:
                "tools": {t.name: t.corpus for t in script_args.tool_specs}}
         (Path(training_args.output_dir) / RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
         logger.info("saved the judge to %s after %d steps", training_args.output_dir, trainer.state.global_step)
+    return trainer
 
 
 def parse(argv: list[str] | None = None):

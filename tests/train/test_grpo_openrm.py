@@ -1,0 +1,165 @@
+"""GRPO on the tiny judge through `train/grpo_openrm.py`: parameters move, reward parts are logged within their
+ranges, a resumed run continues step and optimizer state, two CPU processes keep groups intact, and the paper's
+config builds its trainer arguments."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+N_GEN = 4
+
+
+@pytest.fixture(scope="module")
+def world_dir(tmp_path_factory):
+    """Toy data, bm25 indexes and a tiny judge warmed up (TRL SFT, 40 steps) to end with `<answer>X</answer>`,
+    so that some sampled groups (at temperature 0.5) get different rewards from the start."""
+    from openrm import protocol
+    from openrm.tiny import build
+    from openrm.toyworld import ToyWorld, write_dataset
+    from retrieval.build_index import build_index
+    from train import sft_warmup
+
+    root = tmp_path_factory.mktemp("grpo")
+    world = ToyWorld(0)
+    write_dataset(world, root / "data", 48, 8)
+    for name in ("wiki", "arxiv"):
+        build_index(root / "data" / "corpora" / f"{name}.tsv", "bm25", root / "indexes" / name, progress=False)
+    build(root / "tiny")
+    rng = random.Random(0)
+    with (root / "warm.jsonl").open("w") as f:
+        for ex in world.examples(48, "train"):
+            verdict = rng.choice("AB")
+            f.write(json.dumps({"prompt": protocol.judge_messages(ex), "completion": [
+                {"role": "assistant", "content": f"<think>I compare them.</think>\n<answer>{verdict}</answer>"}]})
+                + "\n")
+    sft_warmup.main(*sft_warmup.parse([
+        "--dataset", str(root / "warm.jsonl"), "--model_name_or_path", str(root / "tiny"), "--output_dir",
+        str(root / "warm"), "--max_steps", "40", "--per_device_train_batch_size", "8", "--learning_rate", "1e-2",
+        "--lr_scheduler_type", "constant", "--disable_tqdm", "true",
+        "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
+        "--gradient_checkpointing", "false", "--logging_steps", "100"]))
+    return root
+
+
+def _args(root: Path, out: Path, *extra: str) -> list[str]:
+    return ["--config", str(ROOT / "configs/grpo_openrm/tiny_cpu.yaml"),
+            "--model_name_or_path", str(root / "warm"), "--dataset", str(root / "data" / "dataset"),
+            "--retrievers", f"wiki={root / 'indexes' / 'wiki'}", f"arxiv={root / 'indexes' / 'arxiv'}",
+            "--output_dir", str(out), "--max_turn_tokens", "48", "--max_completion_length", "96",
+            "--per_device_train_batch_size", str(4 * N_GEN), "--num_generations", str(N_GEN),
+            "--max_examples", "48", "--temperature", "0.5", *extra]
+
+
+def _weights(path: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_path):
+    from train import grpo_openrm
+
+    trainer = grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, tmp_path / "run", "--max_steps", "2",
+                                                        "--trajectory_log", str(tmp_path / "traj.jsonl"))))
+    assert trainer.state.global_step == 2
+    before, after = _weights(world_dir / "warm"), _weights(tmp_path / "run")
+    changed = [k for k in before if not (before[k] == after[k]).all()]
+    assert len(changed) > len(before) // 2, changed
+    logs = [h for h in trainer.state.log_history if "openrm/em" in h]
+    assert len(logs) == 2
+    for h in logs:
+        for key in ("openrm/em", "openrm/tool", "openrm/malformed_rate", "openrm/wrong_tool_call_share"):
+            assert 0.0 <= h[key] <= 1.0, (key, h[key])
+        assert 0.0 <= h["reward"] <= 1.5 and h["openrm/calls_per_trajectory"] >= 0
+        assert sum(h[f"openrm/finish_{r}"] for r in ("answer", "eos", "max_turns", "length")) == pytest.approx(1.0)
+        assert "completions/mean_length" in h
+    assert any(h["reward_std"] > 0 for h in logs)  # the warm start gives groups something to compare
+    run = json.loads((tmp_path / "run" / "openrm_run.json").read_text())
+    assert run["global_step"] == 2 and run["tools"] == {"WIKI": "wiki", "ARXIV": "arxiv"}
+    records = [json.loads(line) for line in (tmp_path / "traj.rank0.jsonl").read_text().splitlines()]
+    assert len(records) == 2 * 4 * N_GEN
+    for r in records:
+        assert r["em"] == float(r["answer"] == r["label"])  # well-formedness is relaxed in the tiny config
+
+
+def test_resume_continues_the_step_and_the_optimizer(world_dir, tmp_path):
+    import torch
+
+    from train import grpo_openrm
+
+    out = tmp_path / "run"
+    grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, out, "--max_steps", "2", "--save_steps", "1")))
+    assert (out / "checkpoint-1").is_dir() and (out / "checkpoint-2").is_dir()
+    trainer = grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, out, "--max_steps", "3", "--save_steps", "1",
+                                                        "--resume_from_checkpoint", str(out / "checkpoint-2"))))
+    assert trainer.state.global_step == 3
+    state = torch.load(out / "checkpoint-3" / "optimizer.pt", weights_only=False)["state"]
+    # a fresh optimizer after the resume would have taken 1 step, not 3
+    assert {int(s["step"]) for s in state.values()} == {3}
+
+
+def test_two_cpu_processes_keep_every_group_on_its_own_prompt(world_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    from openrm import protocol
+    from openrm.dataset import load_judge_examples
+    from openrm.rollout import prompt_sha, prompt_token_ids
+
+    log = tmp_path / "traj.jsonl"
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+           str(ROOT / "configs/accelerate/multi_cpu.yaml"), "--main_process_port", str(29500 + os.getpid() % 500),
+           str(ROOT / "train/grpo_openrm.py"),
+           *_args(world_dir, tmp_path / "run", "--max_steps", "2", "--trajectory_log", str(log),
+                  "--per_device_train_batch_size", str(N_GEN))]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    tokenizer = AutoTokenizer.from_pretrained(world_dir / "warm")
+    examples = {e["id"]: e for e in load_judge_examples(world_dir / "data" / "dataset")}
+    ranks = [[json.loads(x) for x in (tmp_path / f"traj.rank{r}.jsonl").read_text().splitlines()] for r in (0, 1)]
+    for records in ranks:  # two processes really ran, each scoring its own share of every step
+        assert len(records) == 2 * N_GEN
+        for start in range(0, len(records), N_GEN):
+            group = records[start:start + N_GEN]
+            assert len({r["id"] for r in group}) == 1 and len({r["prompt_sha"] for r in group}) == 1
+        for r in records:
+            example = examples[r["id"]]
+            messages = protocol.judge_messages(example)
+            assert r["prompt_sha"] == prompt_sha(prompt_token_ids(tokenizer, messages))
+            assert r["label"] == example["label"] and r["em"] == float(r["answer"] == example["label"])
+    assert {r["id"] for r in ranks[0]}.isdisjoint({r["id"] for r in ranks[1]})
+
+
+def test_the_paper_config_builds_its_trainer_arguments():
+    from train import grpo_openrm
+
+    script_args, training_args, model_args = grpo_openrm.parse(
+        ["--config", str(ROOT / "configs/grpo_openrm/qwen2.5-7b_paper.yaml"), "--use_cpu", "true", "--bf16",
+         "false"])
+    assert model_args.model_name_or_path == "Qwen/Qwen2.5-7B-Instruct"
+    assert (training_args.num_generations, training_args.beta, training_args.epsilon) == (5, 1e-3, 0.5)
+    assert training_args.max_completion_length == 2048 and script_args.max_prompt_length == 4096
+    assert training_args.num_train_epochs == 2 and training_args.use_vllm
+    # 512 prompts per step on 8 GPUs
+    assert 8 * training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps == 512 * 5
+    assert script_args.reward_variant == "composite"
+    assert {t.name: t.corpus for t in script_args.tool_specs} == {"WIKI": "wiki", "ARXIV": "arxiv"}
+
+
+def test_bad_script_arguments_are_clear_errors():
+    from train.grpo_openrm import OpenRMArguments
+
+    with pytest.raises(ValueError, match="no --retrievers entry"):
+        OpenRMArguments(dataset="x", retrievers=["wiki=/x"])
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        OpenRMArguments(dataset="x", tools=["WIKI"])
+    with pytest.raises(ValueError, match="unknown reward variant"):
+        OpenRMArguments(dataset="x", reward_variant="nope")
