@@ -118,6 +118,7 @@ def main(script_args: OpenRMArguments, training_args, model_args):
     trainer = build_trainer(script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)
+    trainer.save_state()  # trainer_state.json (log history: the training curves) next to the model
     if trainer.accelerator.is_main_process:
         run = {"script_args": asdict(script_args), "global_step": trainer.state.global_step,
                "base_model": model_args.model_name_or_path, "use_peft": model_args.use_peft,

@@ -1,9 +1,11 @@
-"""The main job on the embedded default: toy world → corpora + judge pairs → bm25 indexes → tiny judge → prompts.
-
-Runs offline on a laptop CPU in seconds. Later stages (GRPO, evaluation) join here as they land.
+"""The main job on the embedded default, end to end on a laptop CPU in a few minutes, offline:
+toy world → bm25 indexes → tiny judge → SFT warm-up on gold trajectories → GRPO with search → export →
+judge the toy test split (before and after GRPO) → a small table and the training-curve plot.
 
     make quickstart                       # = python -m train.quickstart --out runs/quickstart
     python -m train.quickstart --config configs/quickstart/tiny.yaml
+
+A rerun reuses every finished stage (indexes, models, checkpoints) and resumes an interrupted GRPO run.
 """
 
 from __future__ import annotations
@@ -14,16 +16,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from openrm import protocol
-from openrm.parsing import parse_response
-from openrm.reward import RewardConfig, score
 from openrm.tiny import CARD_NAME, TinyConfig
 from openrm.tiny import build as build_tiny
 from openrm.toyworld import ToyWorld, WorldSize, write_dataset
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
-from retrieval.retriever import Index, load_index
+from retrieval.retriever import load_index
 
 logger = logging.getLogger("openrm.quickstart")
+ROOT = Path(__file__).resolve().parents[1]
+STAGES = 7
 
 
 @dataclass
@@ -32,78 +34,151 @@ class QuickstartArguments:
     seed: int = field(default=0, metadata={"help": "Seed of the toy world and of the tiny model's weights."})
     n_train: int = field(default=1000, metadata={"help": "Training judge pairs to synthesise."})
     n_test: int = field(default=200, metadata={"help": "Test judge pairs (about documents no train pair uses)."})
-    n_show: int = field(default=2, metadata={"help": "How many rendered prompts to print."})
-    reward_variant: str = field(default="composite", metadata={"help": "Reward variant used to score the gold demo."})
+    sft_steps: int = field(default=120, metadata={"help": "SFT warm-up steps on gold trajectories (batch 8)."})
+    grpo_steps: int = field(default=8, metadata={"help": "GRPO steps (configs/grpo_openrm/tiny_cpu.yaml)."})
+    n_eval: int = field(default=100, metadata={"help": "Test pairs judged before and after GRPO (both orders)."})
 
     def __post_init__(self) -> None:
-        if self.n_train < 1 or self.n_test < 1:
-            raise ValueError(f"n_train and n_test must be >= 1, got {self.n_train}, {self.n_test}")
-        if self.n_show < 0:
-            raise ValueError(f"n_show must be >= 0, got {self.n_show}")
-        RewardConfig(variant=self.reward_variant)  # fails early on an unknown variant
+        if min(self.n_train, self.n_test, self.sft_steps, self.grpo_steps, self.n_eval) < 1:
+            raise ValueError("n_train, n_test, sft_steps, grpo_steps and n_eval must be >= 1")
+        if self.n_eval > self.n_test:
+            raise ValueError(f"n_eval ({self.n_eval}) cannot exceed n_test ({self.n_test})")
 
 
-def tiny_model(out: Path, cfg: TinyConfig) -> Path:
-    """Build the tiny judge, or reuse the one a previous run left with the same config."""
-    card = out / CARD_NAME
-    if card.exists() and json.loads(card.read_text())["config"] == asdict(cfg):
-        logger.info("[3/4] reusing tiny judge at %s", out)
-        return out
-    logger.info("[3/4] building tiny judge at %s", out)
-    return build_tiny(out, cfg)
+def stage(n: int, message: str, *args) -> None:
+    logger.info(f"[{n}/{STAGES}] {message}", *args)
 
 
-def toy_indexes(corpora: Path, out: Path) -> dict[str, Index]:
-    """A bm25 index per toy corpus, rebuilt only when its corpus changed. numpy scoring: no numba warm-up."""
-    indexes = {}
+def toy_indexes(corpora: Path, out: Path) -> dict[str, Path]:
+    """A bm25 index per toy corpus, rebuilt only when its corpus changed."""
     for tsv in sorted(corpora.glob("*.tsv")):
         path, sha = out / tsv.stem, file_sha256(tsv)
         try:
-            indexes[tsv.stem] = load_index(path, expect_backend="bm25", expect_corpus_sha256=sha, numba=False)
-            logger.info("[2/4] reusing %s index at %s", tsv.stem, path)
+            load_index(path, expect_backend="bm25", expect_corpus_sha256=sha, numba=False)
+            stage(2, "reusing %s index at %s", tsv.stem, path)
         except ManifestError:
             build_index(tsv, "bm25", path, overwrite=True, progress=False)
-            indexes[tsv.stem] = load_index(path, numba=False)
-            logger.info("[2/4] built bm25 index of %s (%d passages) at %s", tsv.name, len(indexes[tsv.stem]), path)
-    return indexes
+            stage(2, "built bm25 index of %s at %s", tsv.name, path)
+    return {tsv.stem: out / tsv.stem for tsv in sorted(corpora.glob("*.tsv"))}
 
 
-def main(args: QuickstartArguments) -> None:
+def tiny_model(out: Path, cfg: TinyConfig) -> Path:
+    card = out / CARD_NAME
+    if card.exists() and json.loads(card.read_text())["config"] == asdict(cfg):
+        stage(3, "reusing tiny judge at %s", out)
+        return out
+    stage(3, "building tiny judge at %s", out)
+    return build_tiny(out, cfg)
+
+
+def warm_up(world: ToyWorld, data: Path, base: Path, out: Path, steps: int, n_train: int) -> Path:
+    from train import sft_warmup
+
+    done = out / "warmup.json"
+    want = {"base": str(base), "steps": steps, "n_train": n_train}
+    if done.exists() and json.loads(done.read_text()) == want:
+        stage(4, "reusing SFT warm-up at %s", out)
+        return out
+    gold = data / "sft_gold.jsonl"
+    with gold.open("w", encoding="utf-8") as f:
+        for ex in world.examples(n_train, "train"):
+            f.write(json.dumps({"prompt": protocol.judge_messages(ex), "completion": [
+                {"role": "assistant", "content": world.gold_trajectory(ex)}]}) + "\n")
+    stage(4, "SFT warm-up of the tiny judge on %d gold trajectories (%d steps)", n_train, steps)
+    sft_warmup.main(*sft_warmup.parse([
+        "--dataset", str(gold), "--model_name_or_path", str(base), "--output_dir", str(out), "--max_steps",
+        str(steps), "--per_device_train_batch_size", "8", "--learning_rate", "3e-3", "--lr_scheduler_type", "cosine",
+        "--warmup_steps", "10", "--max_length", "1024", "--save_strategy", "no", "--report_to", "none",
+        "--use_cpu", "true", "--dtype", "float32", "--gradient_checkpointing", "false", "--logging_steps", "20"]))
+    done.write_text(json.dumps(want) + "\n")
+    return out
+
+
+def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: int) -> Path:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from train import grpo_openrm
+
+    run = out / grpo_openrm.RUN_FILE
+    if run.exists() and json.loads(run.read_text())["global_step"] >= steps:
+        stage(5, "reusing GRPO run at %s", out)
+        return out
+    last = get_last_checkpoint(str(out)) if out.is_dir() else None
+    stage(5, "GRPO of the judge with search, %d steps%s", steps, f" (resuming {last})" if last else "")
+    grpo_openrm.main(*grpo_openrm.parse([
+        "--config", str(ROOT / "configs/grpo_openrm/tiny_cpu.yaml"), "--model_name_or_path", str(model),
+        "--dataset", str(data / "dataset"), "--output_dir", str(out), "--max_steps", str(steps),
+        "--retrievers", *[f"{name}={path}" for name, path in indexes.items()],
+        *(["--resume_from_checkpoint", last] if last else [])]))
+    return out
+
+
+def evaluate(judge_dir: Path, indexes: dict[str, Path], examples: list[dict]) -> dict:
+    from openrm.judge import Judge
+
+    with Judge.from_pretrained(judge_dir, retrievers={k: str(v) for k, v in indexes.items()}) as judge:
+        verdicts = judge.compare_batch([(e["question"], e["answer_a"], e["answer_b"]) for e in examples])
+    n = len(verdicts)
+    runs = [r for v in verdicts for r in v.orders]
+    return {"accuracy": sum(v.winner == e["label"] for v, e in zip(verdicts, examples, strict=True)) / n,
+            "consistency": sum(v.consistent for v in verdicts) / n,
+            "ties": sum(v.winner == "tie" for v in verdicts) / n,
+            "parse_failures": sum(r.answer is None for r in runs) / len(runs),
+            "searches_per_judgment": sum(len(r.searches) for r in runs) / len(runs)}
+
+
+def plot_curves(run_dir: Path, out: Path) -> Path | None:
+    state = run_dir / "trainer_state.json"
+    if not state.exists():
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    logs = [h for h in json.loads(state.read_text())["log_history"] if "openrm/em" in h]
+    keys = [("reward", "reward"), ("openrm/em", "R_EM"), ("openrm/tool", "R_tool"),
+            ("openrm/calls_per_trajectory", "searches / trajectory"), ("completions/mean_length", "length")]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3))
+    for ax, (key, title) in zip(axes, keys, strict=True):
+        ax.plot([h["step"] for h in logs], [h[key] for h in logs], marker="o")
+        ax.set_title(title)
+        ax.set_xlabel("step")
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def main(args: QuickstartArguments) -> dict:
+    from train import export_judge
+
     out = Path(args.out)
     world = ToyWorld(args.seed, WorldSize())
-    logger.info("[1/4] toy world: %d documents; writing corpora and %d/%d judge pairs to %s",
-                len(world.documents), args.n_train, args.n_test, out)
-    write_dataset(world, out / "data", args.n_train, args.n_test)
-    indexes = toy_indexes(out / "data" / "corpora", out / "indexes")
-
-    model_dir = tiny_model(out / "tiny-judge", TinyConfig(seed=args.seed, world_seed=args.seed))
-
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    examples = world.examples(max(args.n_show, 1), "test")
-    logger.info("[4/4] rendered judge prompts (chat template of %s):", model_dir)
-    for example in examples[: args.n_show]:
-        messages = protocol.judge_messages(example)
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
-        logger.info("----- %s (label %s, gold tool %s, %d tokens) -----\n%s",
-                    example["id"], example["label"], example["gold_tool"], n_tokens, text)
-
-    gold = world.gold_trajectory(examples[0])
-    parsed = parse_response(gold)
-    reward = score(parsed, examples[0], RewardConfig(variant=args.reward_variant))
-    logger.info("----- a gold judging trajectory for %s -----\n%s", examples[0]["id"], gold)
-    logger.info("parsed: answer=%s well_formed=%s searches=%s; reward (%s): %s",
-                parsed.answer, parsed.well_formed, [tuple(s[:2]) for s in parsed.searches], args.reward_variant,
-                reward._asdict())
-    corpus_of = {tool.name: tool.corpus for tool in protocol.DEFAULT_TOOLS}
-    for call in parsed.searches:
-        (hits,) = indexes[corpus_of[call.tool]].search([call.query], 3)
-        found = [p.id for p in hits if p.id in examples[0]["meta"]["doc_ids"]]
-        logger.info("search %s(%r) -> %s; source document in top 3: %s", call.tool, call.query,
-                    [(p.id, round(p.score, 2)) for p in hits], found or "no")
-    logger.info("done: data in %s, indexes in %s, tiny judge in %s", out / "data", out / "indexes", model_dir)
+    stage(1, "toy world: %d documents; %d/%d judge pairs in %s", len(world.documents), args.n_train, args.n_test,
+          out / "data")
+    data = write_dataset(world, out / "data", args.n_train, args.n_test)
+    indexes = toy_indexes(data / "corpora", out / "indexes")
+    tiny = tiny_model(out / "tiny-judge", TinyConfig(seed=args.seed, world_seed=args.seed))
+    warm = warm_up(world, data, tiny, out / "tiny-judge-sft", args.sft_steps, args.n_train)
+    run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps)
+    judge_dir = out / "judge"
+    stage(6, "exporting the judge to %s", judge_dir)
+    export_judge.main(*export_judge.parse(["--checkpoint", str(run), "--out", str(judge_dir), "--overwrite"]))
+    examples = world.examples(args.n_eval, "test")
+    stage(7, "judging %d test pairs in both orders, before and after GRPO", len(examples))
+    table = {"SFT warm-up": evaluate(warm, indexes, examples), "after GRPO": evaluate(judge_dir, indexes, examples)}
+    lines = ["| judge | accuracy | consistency | ties | parse failures | searches / judgment |",
+             "|---|---|---|---|---|---|"]
+    for name, m in table.items():
+        lines.append(f"| {name} | {m['accuracy']:.3f} | {m['consistency']:.3f} | {m['ties']:.3f} | "
+                     f"{m['parse_failures']:.3f} | {m['searches_per_judgment']:.2f} |")
+    (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+    plot = plot_curves(run, out / "training_curves.png")
+    logger.info("toy test split, %d pairs (a tiny random-init judge: expect near-chance numbers; the pipeline is "
+                "the point):\n%s\ncurves: %s; judge: %s", len(examples), "\n".join(lines), plot, judge_dir)
+    return table
 
 
 if __name__ == "__main__":
