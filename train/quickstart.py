@@ -151,8 +151,6 @@ def plot_curves(run_dir: Path, out: Path) -> Path | None:
 
 
 def main(args: QuickstartArguments) -> dict:
-    from train import export_judge
-
     out = Path(args.out)
     world = ToyWorld(args.seed, WorldSize())
     stage(1, "toy world: %d documents; %d/%d judge pairs in %s", len(world.documents), args.n_train, args.n_test,
@@ -162,6 +160,8 @@ def main(args: QuickstartArguments) -> dict:
     tiny = tiny_model(out / "tiny-judge", TinyConfig(seed=args.seed, world_seed=args.seed))
     warm = warm_up(world, data, tiny, out / "tiny-judge-sft", args.sft_steps, args.n_train)
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps)
+    from train import export_judge
+
     judge_dir = out / "judge"
     stage(6, "exporting the judge to %s", judge_dir)
     export_judge.main(*export_judge.parse(["--checkpoint", str(run), "--out", str(judge_dir), "--overwrite"]))
