@@ -1,0 +1,222 @@
+"""Export a trained judge: merge a LoRA adapter into its base (or take a full model), save model and tokenizer
+(safetensors) and a `judge_card.json` saying what it is and how to run it. `Judge.from_pretrained(out)` loads it.
+
+    python -m train.export_judge --checkpoint runs/openrm-qwen2.5-7b --out judges/openrm-7b
+    python -m train.export_judge --checkpoint runs/grpo/checkpoint-500 --out judges/step500 \
+        --base-model Qwen/Qwen2.5-7B-Instruct --eval-results eval/results.json --overwrite
+
+The training run's settings (data, reward variant, tools, budgets) come from `openrm_run.json` in the checkpoint
+folder or its parent, when there is one; the output folder appears atomically (written beside it, then renamed).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # `python train/export_judge.py` runs this file as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from openrm.judge import JudgeCard  # noqa: E402
+
+logger = logging.getLogger("openrm.export")
+RUN_FILE = "openrm_run.json"  # written by train/grpo_openrm.py
+ADAPTER_CONFIG = "adapter_config.json"
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+@dataclass
+class ExportArguments:
+    checkpoint: str = field(metadata={"help": "Training output or checkpoint folder: a full HF model or a peft LoRA "
+                                              "adapter."})
+    out: str = field(metadata={"help": "Folder to write the exported judge to."})
+    base_model: str | None = field(default=None, metadata={"help": "Base model of a LoRA adapter (default: the "
+                                                                     "adapter config's base_model_name_or_path)."})
+    eval_results: str | None = field(default=None, metadata={"help": "A JSON file of evaluation results to record "
+                                                                      "in the judge card."})
+    max_completion_tokens: int | None = field(default=None, metadata={"help": "Completion budget (model + "
+                                                                               "evidence tokens) recorded for "
+                                                                               "judging; default the card's."})
+    dtype: str = field(default="auto", metadata={"help": f"Weights dtype to load and save, one of {DTYPES}."})
+    overwrite: bool = field(default=False, metadata={"help": "Replace --out if it exists."})
+
+    def __post_init__(self):
+        checkpoint, out = Path(self.checkpoint).resolve(), Path(self.out).resolve()
+        if not ((checkpoint / "config.json").is_file() or (checkpoint / ADAPTER_CONFIG).is_file()):
+            raise ValueError(f"--checkpoint {self.checkpoint}: no config.json or {ADAPTER_CONFIG} there")
+        if out == checkpoint or checkpoint in out.parents or out in checkpoint.parents:
+            raise ValueError(f"--out {self.out} must lie outside --checkpoint {self.checkpoint} (and not contain it)")
+        if self.eval_results is not None and not Path(self.eval_results).is_file():
+            raise ValueError(f"--eval-results {self.eval_results}: no such file")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"--dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.max_completion_tokens is not None and self.max_completion_tokens < 1:
+            raise ValueError("--max-completion-tokens must be >= 1")
+
+
+def find_run(checkpoint: Path) -> tuple[dict[str, Any] | None, Path | None]:
+    """The training run's `openrm_run.json`, from the checkpoint folder or (for `checkpoint-N`) its parent."""
+    for folder in (checkpoint, checkpoint.parent):
+        path = folder / RUN_FILE
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8")), path
+    return None, None
+
+
+def global_step(checkpoint: Path, run: dict[str, Any], run_path: Path | None) -> int | None:
+    """This checkpoint's step: its trainer_state.json, else the run file beside it, else a `checkpoint-N` name.
+    A run file in the parent folder describes the final step, not this checkpoint's."""
+    state = checkpoint / "trainer_state.json"
+    if state.is_file():
+        return int(json.loads(state.read_text(encoding="utf-8"))["global_step"])
+    if run_path is not None and run_path.parent == checkpoint and run.get("global_step") is not None:
+        return int(run["global_step"])
+    match = re.fullmatch(r"checkpoint-(\d+)", checkpoint.name)
+    return int(match.group(1)) if match else None
+
+
+def _mapping(value: Any) -> dict[str, str] | None:
+    """A `{KEY: VALUE}` dict from a dict or the scripts' `["KEY=VALUE", ...]` lists."""
+    if value is None or isinstance(value, dict):
+        return value
+    return dict(item.split("=", 1) for item in value)
+
+
+def load_model(checkpoint: Path, base_model: str | None, dtype: str):
+    """(model, tokenizer, base model name, is_adapter); an adapter is merged into its base."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    adapter = (checkpoint / ADAPTER_CONFIG).is_file()
+    if not adapter:
+        model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
+        return model, AutoTokenizer.from_pretrained(checkpoint), base_model, False
+    from peft import PeftModel
+
+    config = json.loads((checkpoint / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    base_model = base_model or config["base_model_name_or_path"]
+    if not base_model:
+        raise ValueError(f"{checkpoint}/{ADAPTER_CONFIG} names no base model; pass --base-model")
+    try:
+        base = AutoModelForCausalLM.from_pretrained(base_model, dtype=dtype)
+    except OSError as exc:
+        raise ValueError(f"cannot load base model {base_model!r} of the adapter in {checkpoint} ({exc}); "
+                         "pass --base-model") from None
+    model = PeftModel.from_pretrained(base, checkpoint).merge_and_unload()
+    has_tokenizer = (checkpoint / "tokenizer_config.json").is_file()
+    return model, AutoTokenizer.from_pretrained(checkpoint if has_tokenizer else base_model), base_model, True
+
+
+def openrm_version() -> str | None:
+    try:
+        return importlib.metadata.version("openrm")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def openrm_commit() -> str | None:
+    """The git commit of this openrm checkout ("-dirty" with uncommitted changes), or None outside git."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("-dirty" if dirty else "")
+
+
+def make_card(args: ExportArguments, base_model: str | None, adapter: bool) -> JudgeCard:
+    """The card: run settings from the training run (the judge runs as it was trained), plus provenance."""
+    checkpoint = Path(args.checkpoint).resolve()
+    run, run_path = find_run(checkpoint)
+    if run is None:
+        logger.warning("no %s in %s or its parent: the card records no training data, reward or tools", RUN_FILE,
+                       checkpoint)
+    run = run or {}  # an external record that may be partial: absent keys become nulls in the card
+    script = run.get("script_args") or {}
+    settings: dict[str, Any] = {}
+    tools = run.get("tools") or _mapping(script.get("tools"))
+    if tools:
+        settings["tools"] = tools
+    for card_key, run_key in (("max_tool_calls", "max_tool_calls"), ("topk", "topk"), ("max_turns", "max_turns"),
+                              ("max_new_tokens", "max_turn_tokens"),
+                              ("max_information_tokens", "max_information_tokens")):
+        if script.get(run_key) is not None:
+            settings[card_key] = script[run_key]
+    if args.max_completion_tokens is not None:
+        settings["max_completion_tokens"] = args.max_completion_tokens
+    data = {k: script[k] for k in ("dataset", "dataset_split", "max_examples") if k in script} or None
+    eval_results = json.loads(Path(args.eval_results).read_text(encoding="utf-8")) if args.eval_results else None
+    return JudgeCard(
+        **settings, base_model=base_model or run.get("base_model"), source=str(checkpoint), adapter=adapter,
+        data=data, reward_variant=script.get("reward_variant"), global_step=global_step(checkpoint, run, run_path),
+        retrievers=_mapping(script.get("retrievers")), eval_results=eval_results,
+        openrm_version=openrm_version(), openrm_commit=openrm_commit(),
+        exported_at=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def write_atomically(out: Path, fill, overwrite: bool) -> None:
+    """Build the folder beside `out` with `fill(tmp)`, then rename it into place; a crash leaves `out` as it was."""
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the export is an ordinary folder
+    try:
+        fill(tmp)
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def main(args: ExportArguments) -> Path:
+    checkpoint, out = Path(args.checkpoint).resolve(), Path(args.out)
+    if out.exists() and not args.overwrite:  # before the slow part
+        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    model, tokenizer, base_model, adapter = load_model(checkpoint, args.base_model, args.dtype)
+    card = make_card(args, base_model, adapter)
+
+    def fill(folder: Path) -> None:
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        card.write(folder)
+
+    write_atomically(out, fill, args.overwrite)
+    logger.info("exported the judge from %s%s (step %s) to %s", checkpoint,
+                f" merged into {base_model}" if adapter else "", card.global_step, out)
+    return out
+
+
+def parse(argv: list[str] | None = None) -> tuple[ExportArguments]:
+    from trl import TrlParser
+
+    return TrlParser(ExportArguments).parse_args_and_config(args=argv)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        main(*parse())
+    except (FileExistsError, ValueError) as exc:
+        sys.exit(f"export_judge: {exc}")
