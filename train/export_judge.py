@@ -157,6 +157,8 @@ def make_card(args: ExportArguments, base_model: str | None, adapter: bool) -> J
             settings[card_key] = script[run_key]
     if args.max_completion_tokens is not None:
         settings["max_completion_tokens"] = args.max_completion_tokens
+    elif run.get("max_completion_length") is not None:  # the budget the judge was trained with
+        settings["max_completion_tokens"] = run["max_completion_length"]
     data = {k: script[k] for k in ("dataset", "dataset_split", "max_examples") if k in script} or None
     eval_results = json.loads(Path(args.eval_results).read_text(encoding="utf-8")) if args.eval_results else None
     return JudgeCard(

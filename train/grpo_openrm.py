@@ -122,6 +122,7 @@ def main(script_args: OpenRMArguments, training_args, model_args):
     if trainer.accelerator.is_main_process:
         run = {"script_args": asdict(script_args), "global_step": trainer.state.global_step,
                "base_model": model_args.model_name_or_path, "use_peft": model_args.use_peft,
+               "max_completion_length": training_args.max_completion_length,
                "tools": {t.name: t.corpus for t in script_args.tool_specs}}
         (Path(training_args.output_dir) / RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
         logger.info("saved the judge to %s after %d steps", training_args.output_dir, trainer.state.global_step)
