@@ -131,7 +131,9 @@ def test_thousand_concurrent_requests_no_errors_batched_and_cached(indexes, serv
     for q, r in zip(asked, responses, strict=True):
         assert [h["document"]["id"] for h in r.json()["result"][0]] == [p.id for p in expected[q]]
     assert stats["batches"] < 1000 and stats["queries_searched"] <= 1000  # requests were merged into batches
-    assert stats["cache_hits"] + stats["cache_misses"] == 1000 and stats["cache_hits"] > 0
+    assert stats["cache_hits"] + stats["cache_misses"] == 1000
+    # the 600 repeats are served from the cache or merged into their first copy's batch, never all searched again
+    assert stats["queries_searched"] + stats["cache_hits"] <= 1000 and stats["queries_searched"] < 700
 
 
 def test_limits_are_validated():
