@@ -176,8 +176,10 @@ def main(args: QuickstartArguments) -> dict:
     (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
     plot = plot_curves(run, out / "training_curves.png")
-    logger.info("toy test split, %d pairs (a tiny random-init judge: expect near-chance numbers; the pipeline is "
-                "the point):\n%s\ncurves: %s; judge: %s", len(examples), "\n".join(lines), plot, judge_dir)
+    logger.info("toy test split, %d pairs, greedy judging. The 288k-parameter tiny judge learns the look of the "
+                "protocol, not the task, in this CPU budget: expect most orders without a parseable answer (each "
+                "counts 0.5, so pairs come out as ties) and accuracy near 0; the pipeline is the point.\n%s\n"
+                "curves: %s; judge: %s", len(examples), "\n".join(lines), plot, judge_dir)
     return table
 
 
