@@ -105,6 +105,7 @@ class MicroBatcher:
     executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=1))
     batches: int = 0
     queries_searched: int = 0
+    shared: int = 0  # queries answered by awaiting another request's identical in-flight search
     _pending: list[_Pending] = field(default_factory=list)
     _wake: asyncio.Event | None = None
     _task: asyncio.Task | None = None
@@ -188,6 +189,7 @@ def create_app(retrievers: Mapping[str, Retriever], limits: ServerLimits | None 
     limits = limits or ServerLimits()
     batchers = {name: MicroBatcher(r, limits.max_batch, limits.max_wait_ms / 1000) for name, r in retrievers.items()}
     caches = {name: LRUCache(limits.cache_size) for name in retrievers}
+    inflight: dict[str, dict[tuple[str, int], asyncio.Future]] = {name: {} for name in retrievers}
     info = dict(info or {})
 
     @asynccontextmanager
@@ -222,7 +224,8 @@ def create_app(retrievers: Mapping[str, Retriever], limits: ServerLimits | None 
                 entry["n_passages"] = len(r)
             cache = caches[name]
             entry.update(cache_hits=cache.hits, cache_misses=cache.misses, batches=batchers[name].batches,
-                         queries_searched=batchers[name].queries_searched)
+                         queries_searched=batchers[name].queries_searched,
+                         shared_in_flight=batchers[name].shared)
             out[name] = entry
         return out
 
@@ -248,17 +251,34 @@ def create_app(retrievers: Mapping[str, Retriever], limits: ServerLimits | None 
             if len(q) > limits.max_query_chars:
                 raise HTTPException(422, f"query {i} has {len(q)} characters; the limit is {limits.max_query_chars}")
 
-        cache = caches[corpus]
+        cache, waiting = caches[corpus], inflight[corpus]
         found = {q: cache.get((q, topk)) for q in dict.fromkeys(req.queries)}
         missing = [q for q, hit in found.items() if hit is None]
-        if missing:
-            try:
-                results = await batchers[corpus].search(missing, topk)
-            except Exception as exc:
-                raise HTTPException(500, f"search failed on {corpus!r}: {type(exc).__name__}: {exc}") from None
-            for q, passages in zip(missing, results, strict=True):
-                cache.put((q, topk), passages)
-                found[q] = passages
+        # A GRPO group sends the same search from several rollouts at once: a query already being searched for
+        # another request is awaited, not searched again.
+        shared = {q: waiting[(q, topk)] for q in missing if (q, topk) in waiting}
+        mine = [q for q in missing if q not in shared]
+        loop = asyncio.get_running_loop()
+        owned = {q: loop.create_future() for q in mine}
+        waiting.update({(q, topk): f for q, f in owned.items()})
+        try:
+            if mine:
+                results = await batchers[corpus].search(mine, topk)
+                for q, passages in zip(mine, results, strict=True):
+                    cache.put((q, topk), passages)
+                    found[q] = passages
+                    owned[q].set_result(passages)
+            for q, future in shared.items():
+                found[q] = await asyncio.shield(future)
+            batchers[corpus].shared += len(shared)
+        except Exception as exc:
+            raise HTTPException(500, f"search failed on {corpus!r}: {type(exc).__name__}: {exc}") from None
+        finally:
+            for q, future in owned.items():
+                waiting.pop((q, topk), None)
+                if not future.done():  # failed or cancelled: requests sharing it fail too (clients retry 5xx)
+                    future.set_exception(RuntimeError("the request searching this query failed or went away"))
+                    future.exception()  # retrieved: no "never retrieved" warning when nobody shared it
         result = [[_document(p, req.return_scores) for p in found[q]] for q in req.queries]
         # Serialised here: FastAPI's generic encoder walks every nested value and costs more than the search.
         return Response(json.dumps({"result": result}, ensure_ascii=False), media_type="application/json")
