@@ -192,25 +192,30 @@ class Judge:
     def tool_names(self) -> tuple[str, ...]:
         return protocol.tool_names(self.tools)
 
-    def prompt_ids(self, question: str, answer_a: str, answer_b: str) -> list[int]:
+    def prompt_ids(self, question: str, answer_a: str, answer_b: str, evidence: str | None = None) -> list[int]:
         """Token ids of the chat prompt for one order (generation prompt appended)."""
         example = {"question": question, "answer_a": answer_a, "answer_b": answer_b}
-        messages = protocol.judge_messages(example, self.tools, self.rollout_cfg.max_tool_calls)
+        messages = protocol.judge_messages(example, self.tools, self.rollout_cfg.max_tool_calls, evidence)
         return prompt_token_ids(self.tokenizer, messages)
 
     def compare(self, question: str, answer_a: str, answer_b: str) -> Verdict:
         return self.compare_batch([(question, answer_a, answer_b)])[0]
 
-    def compare_batch(self, pairs: Sequence[tuple[str, str, str]], progress: bool = False) -> list[Verdict]:
+    def compare_batch(self, pairs: Sequence[tuple[str, str, str]], progress: bool = False,
+                      evidence: Sequence[str | None] | None = None) -> list[Verdict]:
         """One `Verdict` per `(question, answer_a, answer_b)`, in order; all 2N rollouts go out as one batch
-        (in chunks of `batch_size`)."""
+        (in chunks of `batch_size`). `evidence[i]`, an `<information>` block, goes into pair i's prompt (both
+        orders) for judging with passages retrieved beforehand."""
         pairs = [tuple(p) for p in pairs]
         for i, pair in enumerate(pairs):
             if len(pair) != 3 or not all(isinstance(x, str) for x in pair):
                 raise ValueError(f"pair {i} must be (question, answer_a, answer_b) strings, got {pair!r:.200}")
+        evidence = [None] * len(pairs) if evidence is None else list(evidence)
+        if len(evidence) != len(pairs):
+            raise ValueError(f"{len(evidence)} evidence blocks for {len(pairs)} pairs")
         prompts = []
-        for question, a, b in pairs:
-            prompts += [self.prompt_ids(question, a, b), self.prompt_ids(question, b, a)]
+        for (question, a, b), info in zip(pairs, evidence, strict=True):
+            prompts += [self.prompt_ids(question, a, b, info), self.prompt_ids(question, b, a, info)]
         trajectories: list[Trajectory] = []
         starts = range(0, len(prompts), self.batch_size)
         if progress:

@@ -174,27 +174,37 @@ def system_prompt(tools: Sequence[ToolSpec] = DEFAULT_TOOLS, max_tool_calls: int
     return SYSTEM_PROMPT_TOOLS.format(tools=_tool_lines(tools), max_calls=max_tool_calls)
 
 
-def user_prompt(question: str, answer_a: str, answer_b: str) -> str:
-    """The comparison request. Candidate text is untrusted and has its tags neutralised."""
-    return USER_TEMPLATE.format(
+EVIDENCE_TEMPLATE = """\
+Passages retrieved for this question (use them to check the answers' facts; they may be incomplete):
+{evidence}
+"""
+
+
+def user_prompt(question: str, answer_a: str, answer_b: str, evidence: str | None = None) -> str:
+    """The comparison request. Candidate text is untrusted and has its tags neutralised. `evidence` is an
+    `<information>` block from `render_information` (the retrieve-then-judge baseline), placed before the question."""
+    text = USER_TEMPLATE.format(
         question=neutralize_tags(question.strip()),
         answer_a=neutralize_tags(answer_a.strip()),
         answer_b=neutralize_tags(answer_b.strip()),
     )
+    if evidence is None:
+        return text
+    return EVIDENCE_TEMPLATE.format(evidence=evidence.strip()) + "\n" + text
 
 
 def judge_messages(
     example: Mapping[str, object],
     tools: Sequence[ToolSpec] = DEFAULT_TOOLS,
     max_tool_calls: int = 3,
+    evidence: str | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages for one judge example (the DESIGN.md record); pass `tools=()` for no tools."""
+    """Chat messages for one judge example (the DESIGN.md record); pass `tools=()` for no tools and `evidence` (an
+    `<information>` block) to judge with passages retrieved beforehand."""
+    question, answer_a, answer_b = str(example["question"]), str(example["answer_a"]), str(example["answer_b"])
     return [
         {"role": "system", "content": system_prompt(tools, max_tool_calls)},
-        {
-            "role": "user",
-            "content": user_prompt(str(example["question"]), str(example["answer_a"]), str(example["answer_b"])),
-        },
+        {"role": "user", "content": user_prompt(question, answer_a, answer_b, evidence)},
     ]
 
 

@@ -82,7 +82,7 @@ class ToolBox:
         for i, call in enumerate(calls):
             if call.error is None and call.tool is not None:
                 by_corpus.setdefault(self._corpus[call.tool], []).append(i)
-        futures = {corpus: self._pool.submit(self._search, corpus, [calls[i].query for i in rows])
+        futures = {corpus: self._pool.submit(self.search, corpus, [calls[i].query for i in rows])
                    for corpus, rows in by_corpus.items()}
         for corpus, rows in by_corpus.items():
             try:
@@ -101,7 +101,8 @@ class ToolBox:
             result.rendered = protocol.render_information(result.passages, note)
         return results
 
-    def _search(self, corpus: str, queries: list[str]) -> list[list[protocol.Passage]]:
+    def search(self, corpus: str, queries: list[str]) -> list[list[protocol.Passage]]:
+        """`topk` passages per query from one corpus (raises on a retriever fault; `run` turns that into a note)."""
         hits = self.retrievers[corpus].search(queries, self.topk)
         if len(hits) != len(queries):
             raise RuntimeError(f"retriever for {corpus} answered {len(hits)} of {len(queries)} queries")

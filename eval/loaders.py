@@ -1,0 +1,329 @@
+"""Benchmark files → judge examples (the record of DESIGN.md), each loader reporting what it skipped and why.
+
+RewardBench, PandaLM's human test set, MT-Bench human judgments, a generic pairwise loader with presets (LLMBar,
+Auto-J, JudgeBench) and our own in-domain splits. Files may be an HF `save_to_disk` folder, JSON, JSONL or parquet.
+
+    loaded = load_benchmark("pandalm", "data/testset-v1.json")
+    loaded.examples[0]["label"]  # "A" | "B" | "tie"
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openrm.dataset import check_example
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Skip:
+    where: str  # file and row
+    reason: str
+
+
+@dataclass
+class Loaded:
+    benchmark: str
+    source: str
+    examples: list[dict[str, Any]]
+    skipped: list[Skip] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)  # protocol facts the report prints (seed, label rule, ...)
+
+    def skip_summary(self) -> dict[str, int]:
+        return dict(Counter(s.reason for s in self.skipped).most_common())
+
+
+class BadRow(ValueError):
+    """A row that cannot become a judge example; the loader records it and goes on."""
+
+
+def read_rows(path: str | Path, split: str | None = None) -> Iterator[tuple[str, Any]]:
+    """(where, row) for every row of an HF dataset folder, a .json list, a .jsonl or a .parquet file.
+
+    Unreadable JSONL lines come out as (where, BadRow) so the caller can count them."""
+    path = Path(path)
+    if path.is_dir():
+        from datasets import DatasetDict, load_from_disk
+
+        ds = load_from_disk(str(path))
+        if isinstance(ds, DatasetDict):
+            if split is None and len(ds) == 1:
+                split = next(iter(ds))
+            if split not in ds:
+                raise ValueError(f"{path}: pick a split with --split; it has {sorted(ds)}")
+            ds = ds[split]
+        for i, row in enumerate(ds):
+            yield f"{path}[{i}]", row
+        return
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file or dataset folder")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for i, row in enumerate(pq.read_table(path).to_pylist()):
+            yield f"{path}[{i}]", row
+        return
+    text = path.read_text(encoding="utf-8")
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":  # anything but "JSON lines saved as .json" is a broken file
+                raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        else:
+            if isinstance(data, dict):  # {"rows": [...]} or {"data": [...]}: the single list inside
+                lists = [v for v in data.values() if isinstance(v, list)]
+                if len(lists) != 1:
+                    raise ValueError(f"{path}: expected a JSON list of rows (or an object holding one list)")
+                data = lists[0]
+            if not isinstance(data, list):
+                raise ValueError(f"{path}: expected a JSON list of rows, got {type(data).__name__}")
+            for i, row in enumerate(data):
+                yield f"{path}[{i}]", row
+            return
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield f"{path}:{n}", json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield f"{path}:{n}", BadRow(f"not JSON ({exc.msg})")
+
+
+def _text(row: Mapping[str, Any], key: str) -> str:
+    if key not in row or row[key] is None:
+        raise BadRow(f"missing field {key!r}")
+    value = row[key]
+    if not isinstance(value, str):
+        raise BadRow(f"field {key!r} is {type(value).__name__}, not text")
+    if not value.strip():
+        raise BadRow(f"field {key!r} is empty")
+    return value
+
+
+def _collect(benchmark: str, path: str | Path, split: str | None, convert, limit: int | None = None,
+             notes: dict[str, Any] | None = None) -> Loaded:
+    """Run `convert(row, index) -> example` over the file; bad rows and duplicate ids are skipped and recorded."""
+    out = Loaded(benchmark, str(path), [], notes=dict(notes or {}))
+    seen: set[str] = set()
+    for index, (where, row) in enumerate(read_rows(path, split)):
+        if limit is not None and len(out.examples) >= limit:
+            break
+        try:
+            if isinstance(row, BadRow):
+                raise row
+            if not isinstance(row, Mapping):
+                raise BadRow(f"a row must be an object, got {type(row).__name__}")
+            example = convert(row, index)
+            try:
+                check_example(example, where)
+            except ValueError as exc:
+                raise BadRow(str(exc).removeprefix(f"{where}: ")) from None
+            if example["id"] in seen:
+                raise BadRow(f"duplicate id {example['id']!r}")
+        except BadRow as exc:
+            out.skipped.append(Skip(where, str(exc)))
+            continue
+        seen.add(example["id"])
+        out.examples.append(example)
+    if out.skipped:
+        logger.warning("%s: skipped %d rows: %s", path, len(out.skipped), out.skip_summary())
+    if not out.examples:
+        raise ValueError(f"{path}: no usable {benchmark} rows; skipped {len(out.skipped)}: {out.skip_summary()}")
+    return out
+
+
+def load_rewardbench(path: str | Path, split: str | None = None, seed: int = 0, limit: int | None = None) -> Loaded:
+    """RewardBench rows (`prompt`, `chosen`, `rejected`, `subset`, `id`). The chosen answer goes to A or B by a coin
+    seeded from (seed, id), so a subset or a reordering of the file keeps every example's placement."""
+
+    def convert(row, index):
+        subset = _text(row, "subset")
+        rid = str(row["id"]) if row.get("id") is not None else f"{subset}-{index}"
+        chosen, rejected = _text(row, "chosen"), _text(row, "rejected")
+        position = "A" if random.Random(f"rewardbench:{seed}:{rid}").random() < 0.5 else "B"
+        a, b = (chosen, rejected) if position == "A" else (rejected, chosen)
+        return {"id": rid, "domain": f"rewardbench/{subset}", "question": _text(row, "prompt"), "answer_a": a,
+                "answer_b": b, "label": position, "gold_tool": None,
+                "meta": {"subset": subset, "chosen_position": position,
+                         "chosen_model": row.get("chosen_model"), "rejected_model": row.get("rejected_model")}}
+
+    return _collect("rewardbench", path, split, convert, limit,
+                    {"placement": f"chosen placed A or B by a coin seeded from (seed={seed}, id)"})
+
+
+PANDALM_LABELS = {0: "tie", 1: "A", 2: "B"}
+
+
+def pandalm_majority(votes: list[Any]) -> str:
+    """The label at least two of the three annotators gave; no majority is a BadRow."""
+    try:
+        votes = [int(v) for v in votes]
+    except (TypeError, ValueError):
+        raise BadRow(f"annotator votes must be 0, 1 or 2, got {votes}") from None
+    if any(v not in PANDALM_LABELS for v in votes):
+        raise BadRow(f"annotator votes must be 0, 1 or 2, got {votes}")
+    vote, count = Counter(votes).most_common(1)[0]
+    if 2 * count <= len(votes):
+        raise BadRow(f"no majority among annotators {votes}")
+    return PANDALM_LABELS[vote]
+
+
+def load_pandalm(path: str | Path, split: str | None = None, limit: int | None = None) -> Loaded:
+    """PandaLM's human-annotated `testset-v1.json`: label = the majority of annotator1..3 (0 tie, 1 / 2 better)."""
+
+    def convert(row, index):
+        instruction = _text(row, "instruction")
+        extra = row.get("input") or ""
+        if not isinstance(extra, str):
+            raise BadRow(f"field 'input' is {type(extra).__name__}, not text")
+        question = instruction if not extra.strip() else f"{instruction}\n\n{extra}"
+        votes = [row.get(f"annotator{k}") for k in (1, 2, 3)]
+        if any(v is None for v in votes):
+            raise BadRow("missing an annotator1..3 field")
+        rid = str(row["idx"]) if row.get("idx") is not None else str(index)
+        return {"id": rid, "domain": "pandalm", "question": question, "answer_a": _text(row, "response1"),
+                "answer_b": _text(row, "response2"), "label": pandalm_majority(votes), "gold_tool": None,
+                "meta": {"annotators": votes, "motivation_app": row.get("motivation_app")}}
+
+    return _collect("pandalm", path, split, convert, limit,
+                    {"label": "majority of 3 annotators (0 = tie, 1 = response1, 2 = response2); no majority: skipped"})
+
+
+@dataclass(frozen=True)
+class PairwiseSpec:
+    """Where a pairwise file keeps each part of a judge example, and how its labels read."""
+
+    question: str
+    answer_a: str
+    answer_b: str
+    label: str
+    labels: Mapping[str, str]  # the file's label value (as text) → "A" | "B" | "tie"
+    id: str | None = None  # None: the row number
+    subset: str | None = None  # a field naming a sub-category: domain becomes "<benchmark>/<subset>"
+    context: str | None = None  # an optional field appended to the question (e.g. an instruction's input)
+
+    def __post_init__(self):
+        bad = sorted({v for v in self.labels.values()} - {"A", "B", "tie"})
+        if bad or not self.labels:
+            raise ValueError(f"label map must send file values to A, B or tie; got {dict(self.labels)}")
+
+
+PRESETS = {
+    "llmbar": PairwiseSpec("input", "output_1", "output_2", "label", {"1": "A", "2": "B"}),
+    "autoj": PairwiseSpec("prompt", "response 1", "response 2", "label", {"0": "A", "1": "B", "2": "tie"},
+                          subset="scenario"),
+    "judgebench": PairwiseSpec("question", "response_A", "response_B", "label", {"A>B": "A", "B>A": "B"},
+                               id="pair_id", subset="source"),
+}
+
+
+def load_pairwise(path: str | Path, spec: PairwiseSpec, benchmark: str = "pairwise", split: str | None = None,
+                  limit: int | None = None) -> Loaded:
+    """Any pairwise file, read through `spec`."""
+
+    def convert(row, index):
+        if spec.label not in row or row[spec.label] is None:
+            raise BadRow(f"missing field {spec.label!r}")
+        raw = str(row[spec.label]).strip()
+        if raw not in spec.labels:
+            raise BadRow(f"label {raw!r} is not one of {sorted(spec.labels)}")
+        question = _text(row, spec.question)
+        if spec.context and isinstance(row.get(spec.context), str) and row[spec.context].strip():
+            question = f"{question}\n\n{row[spec.context]}"
+        domain = benchmark
+        if spec.subset and row.get(spec.subset) not in (None, ""):
+            domain = f"{benchmark}/{row[spec.subset]}"
+        rid = str(row[spec.id]) if spec.id and row.get(spec.id) is not None else str(index)
+        return {"id": rid, "domain": domain, "question": question, "answer_a": _text(row, spec.answer_a),
+                "answer_b": _text(row, spec.answer_b), "label": spec.labels[raw], "gold_tool": None,
+                "meta": {"source_label": raw}}
+
+    return _collect(benchmark, path, split, convert, limit,
+                    {"fields": {k: getattr(spec, k) for k in ("question", "answer_a", "answer_b", "label")},
+                     "labels": dict(spec.labels)})
+
+
+MTBENCH_WINNERS = {"model_a": "A", "model_b": "B", "tie": "tie", "tie (bothbad)": "tie"}
+
+
+def _turns(conversation: Any, role: str, where: str) -> list[str]:
+    if not isinstance(conversation, list):
+        raise BadRow(f"{where} must be a list of messages")
+    out = [m.get("content") for m in conversation if isinstance(m, Mapping) and m.get("role") == role]
+    if not out or not all(isinstance(t, str) and t.strip() for t in out):
+        raise BadRow(f"{where} has an empty or missing {role} turn")
+    return out
+
+
+def load_mtbench(path: str | Path, split: str | None = None, limit: int | None = None) -> Loaded:
+    """MT-Bench human judgments (`question_id`, `model_a`, `model_b`, `winner`, `judge`, `conversation_a/_b`,
+    `turn`). Turn 2 is judged on the whole two-turn exchange; each (pair, judge, turn) is one example."""
+
+    def convert(row, index):
+        winner = str(row.get("winner", "")).strip()
+        if winner not in MTBENCH_WINNERS:
+            raise BadRow(f"winner {winner!r} is not one of {sorted(MTBENCH_WINNERS)}")
+        turn = row.get("turn", 1)
+        if turn not in (1, 2):
+            raise BadRow(f"turn must be 1 or 2, got {turn!r}")
+        user = _turns(row.get("conversation_a"), "user", "conversation_a")
+        replies = [_turns(row.get(f"conversation_{s}"), "assistant", f"conversation_{s}") for s in ("a", "b")]
+        if len(user) < turn or any(len(r) < turn for r in replies):
+            raise BadRow(f"conversation shorter than turn {turn}")
+        if turn == 1:
+            question, (a, b) = user[0], (r[0] for r in replies)
+        else:
+            question = f"[Turn 1]\n{user[0]}\n\n[Turn 2]\n{user[1]}\n\nJudge the replies to turn 2."
+            a, b = (f"[Turn 1]\n{r[0]}\n\n[Turn 2]\n{r[1]}" for r in replies)
+        rid = f"{row.get('question_id')}/t{turn}/{row.get('model_a')}-vs-{row.get('model_b')}/{row.get('judge')}"
+        return {"id": rid, "domain": f"mtbench/turn{turn}", "question": question, "answer_a": a, "answer_b": b,
+                "label": MTBENCH_WINNERS[winner], "gold_tool": None,
+                "meta": {"question_id": row.get("question_id"), "model_a": row.get("model_a"),
+                         "model_b": row.get("model_b"), "judge": row.get("judge")}}
+
+    return _collect("mtbench", path, split, convert, limit, {"label": "winner; 'tie (bothbad)' counts as tie"})
+
+
+def load_in_domain(path: str | Path, split: str | None = "test", limit: int | None = None) -> Loaded:
+    """Our own judge examples (toy world or data_synthesis output): the test split, per `domain`."""
+
+    def convert(row, index):
+        example = dict(row)
+        if not example.get("domain"):
+            raise BadRow("missing field 'domain'")
+        example["id"] = str(example.get("id", index))
+        return example
+
+    return _collect("in-domain", path, split, convert, limit)
+
+
+BENCHMARKS = ("rewardbench", "pandalm", "mtbench", "in-domain", "pairwise", *PRESETS)
+
+
+def load_benchmark(name: str, path: str | Path, split: str | None = None, seed: int = 0, limit: int | None = None,
+                   spec: PairwiseSpec | None = None) -> Loaded:
+    """Dispatch by benchmark name; `pairwise` needs a `spec`, the presets bring their own."""
+    if name == "rewardbench":
+        return load_rewardbench(path, split, seed, limit)
+    if name == "pandalm":
+        return load_pandalm(path, split, limit)
+    if name == "mtbench":
+        return load_mtbench(path, split, limit)
+    if name == "in-domain":
+        return load_in_domain(path, split or "test", limit)
+    if name in PRESETS or name == "pairwise":
+        spec = spec or PRESETS.get(name)
+        if spec is None:
+            raise ValueError("--benchmark pairwise needs a field map (--fields) and a label map (--labels)")
+        return load_pairwise(path, spec, name, split, limit)
+    raise ValueError(f"unknown benchmark {name!r}; known: {BENCHMARKS}")

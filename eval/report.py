@@ -1,0 +1,215 @@
+"""Scores a run (verdict records against the benchmark's labels) into `results.json`, `report.md` and `report.png`,
+and lays several runs side by side like the paper's Tables 2–3:
+
+    python -m eval.report runs/eval/pandalm-notools runs/eval/pandalm-tools --out runs/eval/pandalm.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval import metrics
+
+logger = logging.getLogger(__name__)
+
+
+def _acc(predictions: list[str], labels: list[str], policies: Mapping[str, str], rng) -> dict[str, Any]:
+    result = metrics.accuracy(predictions, labels, policies["tie"], policies["failure"], rng)
+    return {"accuracy": result.value, "n": result.n, "excluded": result.excluded,
+            "ci95": None if result.ci95 is None else [result.ci95.low, result.ci95.high]}
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def score(benchmark: str, examples: Sequence[Mapping[str, Any]], predictions: Mapping[str, str],
+          records: Mapping[str, Mapping[str, Any]] | None = None, tie_policy: str = "half",
+          failure_policy: str = "wrong", seed: int = 0, resamples: int = 1000) -> dict[str, Any]:
+    """Every metric of one run. `predictions` maps example id → A | B | tie | fail; an example without one counts
+    as a failure (and is counted under `missing_predictions`). `records` (our verdict records) add consistency,
+    searches and timing."""
+    policies = {"tie": tie_policy, "failure": failure_policy}
+    rng = np.random.default_rng(seed)
+    ids = [e["id"] for e in examples]
+    labels = [e["label"] for e in examples]
+    preds = [predictions.get(i, "fail") for i in ids]
+    records = records or {}
+    judged = [records[i] for i in ids if i in records]
+    out: dict[str, Any] = {
+        "benchmark": benchmark, "policies": policies, "seed": seed, "bootstrap_resamples": resamples,
+        "counts": {"examples": len(examples), "labels": dict(Counter(labels)), "predictions": dict(Counter(preds)),
+                   "missing_predictions": sum(i not in predictions for i in ids),
+                   "unmatched_predictions": len(set(predictions) - set(ids))},
+        "confusion": metrics.confusion(preds, labels),
+    }
+    binary = [(p, y) for p, y in zip(preds, labels, strict=True) if y != "tie"]
+    has_ties = len(binary) < len(labels)
+    scoring = policies
+    if has_ties:  # a benchmark with tie labels: 3-class protocol (PandaLM), plus A/B-only accuracy on non-ties
+        # 3-class scoring: a tie prediction is a class like any other and a failure predicts no class, so only
+        # "exclude" changes anything
+        scoring = {"tie": "wrong", "failure": "exclude" if failure_policy == "exclude" else "wrong"}
+        out.update(metrics.three_class(preds, labels, failure_policy))
+        out["ci95"] = _acc(preds, labels, scoring, rng)["ci95"]
+        b = _acc([p for p, _ in binary], [y for _, y in binary], policies, rng) if binary else {"accuracy": None}
+        out["binary_accuracy"], out["binary_ci95"], out["binary_n"] = b["accuracy"], b.get("ci95"), b.get("n", 0)
+    else:
+        out.update(_acc(preds, labels, policies, rng))
+    by_domain: dict[str, list[int]] = defaultdict(list)
+    for k, e in enumerate(examples):
+        by_domain[e["domain"]].append(k)
+    out["per_domain"] = {d: _acc([preds[k] for k in rows], [labels[k] for k in rows], scoring, rng)
+                         for d, rows in sorted(by_domain.items())}
+    if benchmark == "rewardbench":
+        subsets = {d.removeprefix("rewardbench/"): v["accuracy"] for d, v in out["per_domain"].items()
+                   if v["accuracy"] is not None}
+        out["rewardbench"] = metrics.rewardbench_sections(subsets)
+    out["judging"] = {
+        "judged": len(judged),
+        "consistency": metrics.consistency(r.get("consistent") for r in judged),
+        "unparsed_orders": sum(r.get("unparsed_orders", 0) for r in judged),
+        "searches_per_judgment": _mean([r["searches"] for r in judged if "searches" in r]),
+        "seconds_per_judgment": _mean([r["seconds"] for r in judged if "seconds" in r]),
+    }
+    return out
+
+
+def _fmt(x: Any, pct: bool = True) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float) and pct:
+        return f"{100 * x:.1f}"
+    if isinstance(x, float):
+        return f"{x:.2f}"
+    return str(x)
+
+
+def headline(results: Mapping[str, Any]) -> dict[str, float | None]:
+    """The columns of a paper-style table: RewardBench sections, else per-domain accuracy; then the overall score."""
+    if "rewardbench" in results:
+        cols = dict(results["rewardbench"]["sections"])
+        cols["Score"] = results["rewardbench"]["score"]
+        return cols
+    cols = {d: v["accuracy"] for d, v in results["per_domain"].items()} if len(results["per_domain"]) > 1 else {}
+    cols["Overall"] = results["accuracy"]
+    if "f1_macro" in results:
+        cols.update({"Precision": results["precision_macro"], "Recall": results["recall_macro"],
+                     "F1": results["f1_macro"], "A/B-only acc.": results["binary_accuracy"]})
+    return cols
+
+
+def comparison_table(runs: Sequence[Mapping[str, Any]]) -> str:
+    """Rows = runs (judge and mode), columns = the union of their headline columns; numbers in %."""
+    columns = list(dict.fromkeys(c for r in runs for c in headline(r)))
+    lines = ["| judge | mode | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
+    for r in runs:
+        cols = headline(r)
+        lines.append(f"| {r.get('judge', '?')} | {r.get('mode', '?')} | "
+                     + " | ".join(_fmt(cols.get(c)) for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def markdown(results: Mapping[str, Any]) -> str:
+    """The report of one run."""
+    j, c = results["judging"], results["counts"]
+    lines = [f"# {results['benchmark']} — {results.get('judge', '?')} ({results.get('mode', '?')})", "",
+             f"- data: `{results.get('data', '?')}`; {c['examples']} examples, labels {c['labels']}",
+             f"- policies: tie → {results['policies']['tie']}, parse failure → {results['policies']['failure']} "
+             "(a judge whose two orders disagree predicts tie; a failure is no parseable answer in either order)",
+             f"- predictions: {c['predictions']}; missing {c['missing_predictions']}, "
+             f"unmatched {c['unmatched_predictions']}"]
+    for key, value in results.get("notes", {}).items():
+        lines.append(f"- {key}: {value}")
+    if results.get("skipped"):
+        lines.append(f"- skipped rows: {results['skipped']}")
+    lines += ["", comparison_table([results]), ""]
+    ci = results.get("ci95") or results.get("binary_ci95")
+    lines += ["| metric | value |", "|---|---|",
+              f"| accuracy (%) | {_fmt(results['accuracy'])} |"]
+    if ci:
+        lines.append(f"| 95% bootstrap interval (%) | {_fmt(ci[0])} – {_fmt(ci[1])} |")
+    if "f1_macro" in results:
+        lines += [f"| macro precision / recall / F1 (%) | {_fmt(results['precision_macro'])} / "
+                  f"{_fmt(results['recall_macro'])} / {_fmt(results['f1_macro'])} |",
+                  f"| A/B-only accuracy on non-tie items (%) | {_fmt(results['binary_accuracy'])} |"]
+    lines += [f"| both-order consistency (%) | {_fmt(j['consistency'])} |",
+              f"| orders without an answer | {j['unparsed_orders']} |",
+              f"| searches per judgment | {_fmt(j['searches_per_judgment'], pct=False)} |",
+              f"| seconds per judgment | {_fmt(j['seconds_per_judgment'], pct=False)} |"]
+    if "rewardbench" in results:
+        rb = results["rewardbench"]
+        lines += ["", f"RewardBench sections use the official per-subset example counts (math-prm weighted 984). "
+                  f"Partial sections: {rb['partial'] or 'none'}; unmapped subsets: {rb['unmapped_subsets'] or 'none'}."]
+        if "score_with_prior" in rb:
+            lines.append(f"With Prior Sets at half weight: {_fmt(rb['score_with_prior'])}.")
+    lines += ["", "| domain | accuracy (%) | n | 95% interval |", "|---|---|---|---|"]
+    for d, v in results["per_domain"].items():
+        interval = f"{_fmt(v['ci95'][0])} – {_fmt(v['ci95'][1])}" if v.get("ci95") else "–"
+        lines.append(f"| {d} | {_fmt(v['accuracy'])} | {v['n']} | {interval} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Per-domain accuracy with bootstrap intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    domains = list(results["per_domain"])
+    acc = [results["per_domain"][d]["accuracy"] or 0.0 for d in domains]
+    err = [[a - (v["ci95"] or [a, a])[0] for a, v in zip(acc, results["per_domain"].values(), strict=True)],
+           [(v["ci95"] or [a, a])[1] - a for a, v in zip(acc, results["per_domain"].values(), strict=True)]]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(domains) + 2), 3.2))
+    ax.bar(range(len(domains)), acc, yerr=err, capsize=3, color="#4c72b0")
+    ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
+    ax.set_xticks(range(len(domains)), domains, rotation=45 if len(domains) > 3 else 0, ha="right", fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.set_title(f"{results['benchmark']} — {results.get('mode', '')}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def write(results: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"results": out / "results.json", "report": out / "report.md", "plot": out / "report.png"}
+    tmp = paths["results"].with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(paths["results"])
+    paths["report"].write_text(markdown(results), encoding="utf-8")
+    plot(results, paths["plot"])
+    return paths
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Lay several eval runs side by side (a paper-style table).")
+    parser.add_argument("runs", nargs="+", help="eval output folders (each holding results.json)")
+    parser.add_argument("--out", help="write the table here as well as printing it")
+    args = parser.parse_args(argv)
+    runs = []
+    for folder in args.runs:
+        path = Path(folder) / "results.json"
+        if not path.is_file():
+            parser.error(f"{path}: no results.json (run python -m eval.run first)")
+        runs.append(json.loads(path.read_text(encoding="utf-8")))
+    table = comparison_table(runs)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Evaluate a pairwise judge on a benchmark: load → judge (or read published predictions) → score → report.
+
+    python -m eval.run --benchmark pandalm --data testset-v1.json --judge judges/openrm-7b \
+        --retriever wiki=indexes/wiki --retriever arxiv=http://127.0.0.1:8000 --out runs/eval/pandalm
+    python -m eval.run --benchmark pandalm --data testset-v1.json --predictions pandalm-7b.json \
+        --predictions_format pandalm --out runs/eval/pandalm-published
+
+Writes results.json, verdicts.jsonl (judging runs; a rerun skips the ids already there), report.md and report.png.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval import loaders, metrics, report
+from eval.judging import Evidence, VerdictStore, judge_examples
+from eval.predictions import PREDICTION_PRESETS, PredictionFormat, read_predictions
+
+logger = logging.getLogger(__name__)
+
+
+def _pairs(text: str, what: str) -> dict[str, str]:
+    """"k1=v1,k2=v2" → {k1: v1, k2: v2}."""
+    out = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{what}: expected key=value items separated by commas, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@dataclass
+class EvalArguments:
+    benchmark: str = field(metadata={"help": f"one of {loaders.BENCHMARKS}"})
+    data: str = field(metadata={"help": "benchmark file or HF dataset folder (JSON, JSONL, parquet, save_to_disk)"})
+    out: str = field(metadata={"help": "output folder (results.json, verdicts.jsonl, report.md, report.png)"})
+    judge: str | None = field(default=None, metadata={"help": "exported judge folder (HF checkpoint + judge card)"})
+    server: str | None = field(default=None, metadata={
+        "help": "OpenAI-compatible completions URL serving the judge (vLLM), e.g. http://127.0.0.1:8000/v1"})
+    model: str | None = field(default=None, metadata={"help": "served model name (with --server)"})
+    tokenizer: str | None = field(default=None, metadata={
+        "help": "with --server: the exported judge folder, for its tokenizer and judge card"})
+    predictions: str | None = field(default=None, metadata={"help": "score precomputed verdicts from this file"})
+    predictions_format: str = field(default="openrm", metadata={
+        "help": f"preset {sorted(PREDICTION_PRESETS)} or custom (+ --id_field --verdict_field --verdict_values)"})
+    id_field: str | None = field(default=None, metadata={"help": "custom predictions: the example-id field"})
+    verdict_field: str | None = field(default=None, metadata={"help": "custom predictions: the verdict field"})
+    verdict_values: str | None = field(default=None, metadata={
+        "help": "custom predictions: value=A|B|tie pairs, e.g. '1=A,2=B,0=tie'; other values are failures"})
+    no_tools: bool = field(default=False, metadata={"help": "judge without search (direct-reasoning baseline)"})
+    retrieve_then_judge: bool = field(default=False, metadata={
+        "help": "retrieve once for the question, put the passages in the prompt, judge without the tool loop"})
+    retriever: list[str] = field(default_factory=list, metadata={
+        "help": "corpus=location (index folder or http:// server URL); repeat per corpus", "action": "extend"})
+    split: str | None = field(default=None, metadata={"help": "split of a DatasetDict folder (in-domain: test)"})
+    limit: int | None = field(default=None, metadata={"help": "judge only the first N usable examples"})
+    seed: int = field(default=0, metadata={"help": "seeds A/B placement (RewardBench) and the bootstrap"})
+    tie_policy: str = field(default="half", metadata={"help": f"tie on an A/B item: {metrics.POLICIES}"})
+    failure_policy: str = field(default="wrong", metadata={"help": f"parse failure: {metrics.POLICIES}"})
+    bootstrap: int = field(default=1000, metadata={"help": "bootstrap resamples for 95% intervals"})
+    chunk_size: int = field(default=16, metadata={"help": "pairs per judge call (and per checkpoint of progress)"})
+    concurrency: int = field(default=1, metadata={"help": "judge calls in flight (use > 1 with --server)"})
+    device: str = field(default="cpu", metadata={"help": "torch device for --judge"})
+    max_completion_tokens: int | None = field(default=None, metadata={"help": "override the judge card's budget"})
+    max_new_tokens: int | None = field(default=None, metadata={"help": "override the card's per-turn budget"})
+    evidence_tokens: int = field(default=512, metadata={"help": "retrieve-then-judge: token budget of passages"})
+    fields: str | None = field(default=None, metadata={
+        "help": "--benchmark pairwise: question=F,answer_a=F,answer_b=F,label=F[,id=F,subset=F,context=F]"})
+    labels: str | None = field(default=None, metadata={"help": "--benchmark pairwise: value=A|B|tie, e.g. 1=A,2=B"})
+
+    def __post_init__(self):
+        if self.benchmark not in loaders.BENCHMARKS:
+            raise ValueError(f"--benchmark must be one of {loaders.BENCHMARKS}, got {self.benchmark!r}")
+        sources = [x for x in (self.judge, self.server, self.predictions) if x]
+        if len(sources) != 1:
+            raise ValueError("give exactly one of --judge, --server, --predictions")
+        if self.server and not (self.tokenizer and self.model):
+            raise ValueError("--server needs --model (the served name) and --tokenizer (the exported judge folder)")
+        if self.no_tools and self.retrieve_then_judge:
+            raise ValueError("--no_tools and --retrieve_then_judge are different baselines; pick one")
+        if self.predictions and (self.no_tools or self.retrieve_then_judge or self.retriever):
+            raise ValueError("--predictions scores a file; judging options do not apply")
+        if self.retrieve_then_judge and not self.retriever:
+            raise ValueError("--retrieve_then_judge needs --retriever corpus=location")
+        metrics.check_policy("--tie_policy", self.tie_policy)
+        metrics.check_policy("--failure_policy", self.failure_policy)
+        if self.predictions_format not in (*PREDICTION_PRESETS, "custom"):
+            raise ValueError(f"--predictions_format must be one of {sorted(PREDICTION_PRESETS)} or custom")
+        if self.predictions_format == "custom" and not (self.id_field and self.verdict_field and self.verdict_values):
+            raise ValueError("--predictions_format custom needs --id_field, --verdict_field and --verdict_values")
+        for name in ("chunk_size", "concurrency", "bootstrap", "evidence_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be >= 1")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError("--limit must be >= 1")
+
+    @property
+    def mode(self) -> str:
+        if self.predictions:
+            return "predictions"
+        return "no-tools" if self.no_tools else "retrieve-then-judge" if self.retrieve_then_judge else "tools"
+
+    def spec(self) -> loaders.PairwiseSpec | None:
+        if self.benchmark != "pairwise":
+            return None
+        if not (self.fields and self.labels):
+            raise ValueError("--benchmark pairwise needs --fields and --labels")
+        return loaders.PairwiseSpec(labels=_pairs(self.labels, "--labels"), **_pairs(self.fields, "--fields"))
+
+    def prediction_format(self) -> PredictionFormat:
+        if self.predictions_format != "custom":
+            return PREDICTION_PRESETS[self.predictions_format]
+        return PredictionFormat(self.id_field, {self.verdict_field: _pairs(self.verdict_values, "--verdict_values")})
+
+
+def build_judge(args: EvalArguments):
+    """The judge of `args`, with tools (tool mode) or without (both baselines), and the evidence retriever."""
+    from openrm.judge import Judge
+
+    retrievers = dict(item.split("=", 1) for item in args.retriever)
+    options = {k: getattr(args, k) for k in ("max_completion_tokens", "max_new_tokens") if getattr(args, k)}
+    options["batch_size"] = 2 * args.chunk_size
+    judge_retrievers = retrievers if args.mode == "tools" else None
+    if args.server:
+        judge = Judge.from_server(args.server, args.model, args.tokenizer, judge_retrievers, **options)
+    else:
+        judge = Judge.from_pretrained(args.judge, judge_retrievers, device=args.device, **options)
+    evidence = None
+    if args.mode == "retrieve-then-judge":
+        from openrm.judge import JudgeCard
+        from openrm.tools import ToolBox
+
+        card = JudgeCard.read(args.tokenizer or args.judge) or JudgeCard()
+        specs = [t for t in card.tool_specs() if t.corpus in retrievers] or list(card.tool_specs())
+        evidence = Evidence(ToolBox.from_locations({t.corpus: retrievers[t.corpus] for t in specs}, specs, card.topk),
+                            judge.tokenizer, args.evidence_tokens)
+    return judge, evidence
+
+
+def run(args: EvalArguments) -> dict:
+    out = Path(args.out)
+    loaded = loaders.load_benchmark(args.benchmark, args.data, args.split, args.seed, args.limit, args.spec())
+    logger.info("%s: %d examples from %s (%d rows skipped)", args.benchmark, len(loaded.examples), args.data,
+                len(loaded.skipped))
+    records = None
+    if args.predictions:
+        read = read_predictions(args.predictions, args.prediction_format())
+        predictions = read.by_id
+        judge_name = Path(args.predictions).name
+        loaded.notes["prediction_rows_skipped"] = len(read.skipped)
+    else:
+        store = VerdictStore(out / "verdicts.jsonl")
+        stale = [r["id"] for r in store.records.values() if r.get("mode") != args.mode]
+        if stale:
+            raise ValueError(f"{store.path} holds {len(stale)} verdicts of another mode "
+                             f"({store.records[stale[0]].get('mode')}); use another --out")
+        judge, evidence = build_judge(args)
+        try:
+            judge_examples(judge, loaded.examples, store, args.mode, args.chunk_size, args.concurrency, evidence)
+        finally:
+            judge.close()
+            if evidence is not None:
+                evidence.toolbox.close()
+        records = store.records
+        predictions = {i: r["prediction"] for i, r in records.items()}
+        judge_name = Path(args.judge or args.tokenizer).name
+    results = report.score(args.benchmark, loaded.examples, predictions, records, args.tie_policy,
+                           args.failure_policy, args.seed, args.bootstrap)
+    results.update({"judge": judge_name, "mode": args.mode, "data": args.data, "notes": loaded.notes,
+                    "skipped": loaded.skip_summary()})
+    paths = report.write(results, out)
+    logger.info("wrote %s", ", ".join(str(p) for p in paths.values()))
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    from trl import TrlParser
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parser = TrlParser(EvalArguments)
+    try:
+        (args,) = parser.parse_args_and_config(args=argv)
+        results = run(args)
+    except (ValueError, FileNotFoundError) as exc:  # bad input: one clear line, not a traceback
+        parser.exit(2, f"eval.run: error: {exc}\n")
+    print(report.markdown(results))
+    return results
+
+
+if __name__ == "__main__":
+    main()

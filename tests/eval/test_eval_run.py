@@ -1,0 +1,178 @@
+"""`python -m eval.run` end to end: published predictions (PandaLM presets, custom), the tiny judge on the toy test
+split in all three modes and on every benchmark fixture, and a killed run that resumes without judging twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eval.judging import VerdictStore
+from eval.run import main
+
+FIX = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
+BUDGET = ["--max_completion_tokens", "24", "--max_new_tokens", "12"]
+
+
+def results(out: Path) -> dict:
+    return json.loads((out / "results.json").read_text())
+
+
+def test_pandalm_predictions_preset(tmp_path):
+    got = main(["--benchmark", "pandalm", "--data", str(FIX / "pandalm_testset.json"), "--predictions",
+                str(FIX / "pandalm_predictions.json"), "--predictions_format", "pandalm", "--out", str(tmp_path)])
+    # labels 0:A 1:B 2:tie 3:A; predictions A, A, tie, tie (+ one id not in the data)
+    assert got["accuracy"] == pytest.approx(2 / 4)
+    assert got["precision_macro"] == pytest.approx((1 / 2 + 1 / 2 + 0) / 3)  # tie, A, B
+    assert got["recall_macro"] == pytest.approx((1 + 1 / 2 + 0) / 3)
+    assert got["f1_macro"] == pytest.approx((2 / 3 + 1 / 2 + 0) / 3)
+    assert got["binary_accuracy"] == pytest.approx((1 + 0 + 0.5) / 3)  # the tie on item 3 scores half by default
+    assert got["counts"]["unmatched_predictions"] == 1 and got["counts"]["missing_predictions"] == 0
+    on_disk = results(tmp_path)
+    assert {"accuracy", "precision_macro", "recall_macro", "f1_macro", "binary_accuracy", "counts"} <= set(on_disk)
+    report = (tmp_path / "report.md").read_text()
+    assert "tie → half, parse failure → wrong" in report and "no majority" in report
+    assert (tmp_path / "report.png").stat().st_size > 1000
+
+
+def test_pandalm_gpt_predictions_count_unknown_text_as_failure(tmp_path):
+    got = main(["--benchmark", "pandalm", "--data", str(FIX / "pandalm_testset.json"), "--predictions",
+                str(FIX / "pandalm_gpt_predictions.json"), "--predictions_format", "pandalm", "--out", str(tmp_path),
+                "--failure_policy", "exclude"])
+    assert got["counts"]["predictions"] == {"A": 1, "B": 1, "tie": 1, "fail": 1}
+    assert got["accuracy"] == pytest.approx(1.0) and got["n"] == 3
+
+
+def test_custom_predictions_on_rewardbench(tmp_path):
+    from eval.loaders import load_rewardbench
+
+    examples = load_rewardbench(FIX / "rewardbench.jsonl", seed=7).examples
+    preds = tmp_path / "preds.jsonl"
+    # a judge that is right except on the two code/maths items, and writes "?" once
+    verdict = {e["id"]: e["label"] for e in examples}
+    verdict["3"] = "B" if verdict["3"] == "A" else "A"
+    verdict["4"] = "?"
+    preds.write_text("".join(json.dumps({"uid": k, "choice": v}) + "\n" for k, v in verdict.items()))
+    got = main(["--benchmark", "rewardbench", "--data", str(FIX / "rewardbench.jsonl"), "--seed", "7",
+                "--predictions", str(preds), "--predictions_format", "custom", "--id_field", "uid",
+                "--verdict_field", "choice", "--verdict_values", "A=A,B=B", "--out", str(tmp_path / "o")])
+    assert got["accuracy"] == pytest.approx(4 / 6)
+    sections = got["rewardbench"]["sections"]
+    assert sections["Chat"] == 1.0 and sections["Safety"] == 1.0 and sections["Chat Hard"] == 1.0
+    assert sections["Reasoning"] == pytest.approx(0.0)  # math-prm wrong, hep-python a failure
+    assert got["rewardbench"]["score"] == pytest.approx(0.75)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    from openrm.tiny import build
+    from openrm.toyworld import ToyWorld, write_dataset
+    from retrieval.build_index import build_index
+
+    root = tmp_path_factory.mktemp("evaltoy")
+    world = ToyWorld(0)
+    data = write_dataset(world, root / "data", n_train=2, n_test=6)
+    indexes = {}
+    for name, files in world.write_corpora(root / "corpora").items():
+        indexes[name] = root / f"index-{name}"
+        build_index(files["tsv"], "bm25", indexes[name], progress=False)
+    return {"judge": build(root / "tiny"), "data": data / "dataset", "wiki": indexes["wiki"],
+            "arxiv": indexes["arxiv"]}
+
+
+def judge_args(toy, out, *extra):
+    return ["--benchmark", "in-domain", "--data", str(toy["data"]), "--judge", str(toy["judge"]),
+            "--retriever", f"wiki={toy['wiki']}", "--retriever", f"arxiv={toy['arxiv']}", "--out", str(out), *BUDGET,
+            *extra]
+
+
+@pytest.mark.parametrize("mode", ["tools", "no-tools", "retrieve-then-judge"])
+def test_tiny_judge_on_the_toy_test_split(toy, tmp_path, mode):
+    extra = {"tools": [], "no-tools": ["--no_tools"], "retrieve-then-judge": ["--retrieve_then_judge"]}[mode]
+    got = main(judge_args(toy, tmp_path, "--chunk_size", "4", *extra))
+    records = VerdictStore(tmp_path / "verdicts.jsonl").records
+    assert len(records) == 6 and got["judging"]["judged"] == 6 and got["mode"] == mode
+    assert {r["mode"] for r in records.values()} == {mode}
+    assert all(len(r["orders"]) == 2 and r["prediction"] in ("A", "B", "tie", "fail") for r in records.values())
+    assert set(got["per_domain"]) <= {"wiki", "science", "medical"}
+    assert ("evidence" in next(iter(records.values()))) == (mode == "retrieve-then-judge")
+    if mode == "retrieve-then-judge":
+        assert all("<information>" in r["evidence"] and "Doc 1 (Title:" in r["evidence"] for r in records.values())
+    # the same folder holds one mode only
+    other = "--no_tools" if mode != "no-tools" else "--retrieve_then_judge"
+    with pytest.raises(SystemExit):
+        main(judge_args(toy, tmp_path, other))
+
+
+@pytest.mark.parametrize("benchmark, file", [
+    ("rewardbench", "rewardbench.jsonl"), ("pandalm", "pandalm_testset.json"), ("llmbar", "llmbar.json"),
+    ("autoj", "autoj.jsonl"), ("judgebench", "judgebench.jsonl"), ("mtbench", "mtbench.jsonl"),
+])
+def test_tiny_judge_runs_every_benchmark(toy, tmp_path, benchmark, file):
+    got = main(["--benchmark", benchmark, "--data", str(FIX / file), "--judge", str(toy["judge"]), "--no_tools",
+                "--limit", "3", "--out", str(tmp_path), *BUDGET])
+    assert got["judging"]["judged"] == got["counts"]["examples"] <= 3
+    assert (tmp_path / "report.md").is_file() and (tmp_path / "report.png").is_file()
+    # our own verdicts are a predictions file too: rescoring them reproduces the run
+    again = main(["--benchmark", benchmark, "--data", str(FIX / file), "--limit", "3", "--predictions",
+                  str(tmp_path / "verdicts.jsonl"), "--out", str(tmp_path / "rescored")])
+    for key in ("accuracy", "counts", "confusion", "per_domain"):
+        assert again[key] == got[key]
+
+
+def test_bad_arguments_exit_with_a_message(toy, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--benchmark", "pandalm", "--data", str(FIX / "pandalm_testset.json"), "--out", str(tmp_path)])
+    assert "exactly one of --judge, --server, --predictions" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--benchmark", "pandalm", "--data", str(tmp_path / "nope.json"), "--predictions",
+              str(FIX / "pandalm_predictions.json"), "--out", str(tmp_path)])
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_verdict_store_drops_a_truncated_last_line_and_refuses_foreign_files(tmp_path):
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text('{"id": "a", "prediction": "A"}\n{"id": "b", "predic')
+    store = VerdictStore(path)
+    assert list(store.records) == ["a"] and path.read_text() == '{"id": "a", "prediction": "A"}\n'
+    store.add([{"id": "b", "prediction": "B"}, {"id": "a", "prediction": "B"}])
+    assert [json.loads(line)["id"] for line in path.read_text().splitlines()] == ["a", "b"]
+    path.write_text('{"id": "a"}\nnot json\n{"id": "c"}\n')
+    with pytest.raises(ValueError, match="verdicts.jsonl:2: unreadable"):
+        VerdictStore(path)
+
+
+def test_killed_run_resumes_without_judging_twice(toy, tmp_path):
+    clean = tmp_path / "clean"
+    main(judge_args(toy, clean, "--chunk_size", "1", "--no_tools"))
+    out = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "eval.run", *judge_args(toy, out, "--chunk_size", "1", "--no_tools")]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    verdicts = out / "verdicts.jsonl"
+    deadline = time.monotonic() + 240
+    try:
+        while not (verdicts.exists() and len(verdicts.read_text().splitlines()) >= 2):
+            assert proc.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    before = VerdictStore(verdicts).records
+    assert 2 <= len(before) < 6, "kill landed after the run finished"
+    resumed = main(judge_args(toy, out, "--chunk_size", "1", "--no_tools"))
+    after = VerdictStore(verdicts).records
+    ids = [json.loads(line)["id"] for line in verdicts.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 6
+    assert all(after[i] == before[i] for i in before)  # nothing judged before was judged again
+    expected = results(clean)
+    for key in ("accuracy", "counts", "confusion", "per_domain"):
+        assert resumed[key] == expected[key]
