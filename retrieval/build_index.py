@@ -110,7 +110,8 @@ class BuildIndexArguments:
     backend: str = field(metadata={"help": f"One of {sorted(BACKENDS)}."})
     out: str = field(metadata={"help": "Index folder to create."})
     param: list[str] = field(default_factory=list, metadata={
-        "help": "Backend parameter KEY=VALUE, repeatable (see the backend module's Params)."})
+        "help": "Backend parameter KEY=VALUE, repeatable (see the backend module's Params).",
+        "action": "extend"})  # `--param a=1 --param b=2` keeps both (a plain list flag keeps the last)
     overwrite: bool = field(default=False, metadata={"help": "Replace an existing index at --out."})
     skip_bad_lines: bool = field(default=False, metadata={
         "help": "Skip and count malformed corpus lines instead of stopping at the first."})

@@ -288,7 +288,9 @@ def create_app(retrievers: Mapping[str, Retriever], limits: ServerLimits | None 
 
 @dataclass
 class ServerArguments:
-    index: list[str] = field(metadata={"help": "NAME=DIR, repeatable: serve the index at DIR as corpus NAME."})
+    # action "extend": `--index a=X --index b=Y` keeps both (HfArgumentParser's list default, nargs="+", keeps the last)
+    index: list[str] = field(metadata={"help": "NAME=DIR, repeatable: serve the index at DIR as corpus NAME.",
+                                       "action": "extend"})
     host: str = field(default="127.0.0.1", metadata={"help": "Bind address; loopback unless told otherwise."})
     port: int = field(default=8000, metadata={"help": "TCP port."})
     max_queries: int = field(default=512, metadata={"help": "Most queries in one request."})

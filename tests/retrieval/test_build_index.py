@@ -121,5 +121,6 @@ def test_cli_reports_errors_with_exit_code_2(corpora, tmp_path, caplog):
                  "--param", "k1=oops"]) == 2
     assert "expects a float" in caplog.text
     assert main(["--corpus", str(corpora["wiki"]["tsv"]), "--backend", "bm25", "--out", str(tmp_path / "i"),
-                 "--param", "k1=1.1", "--progress", "false"]) == 0
-    assert load_index(tmp_path / "i").manifest.params["k1"] == 1.1
+                 "--param", "k1=1.1", "--param", "b=0.5", "--progress", "false"]) == 0
+    params = load_index(tmp_path / "i").manifest.params
+    assert (params["k1"], params["b"]) == (1.1, 0.5)  # a repeated --param keeps every value

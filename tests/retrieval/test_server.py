@@ -141,3 +141,15 @@ def test_limits_are_validated():
         ServerLimits(max_topk=2, default_topk=3)
     with pytest.raises(ValueError, match="at least one corpus"):
         create_app({})
+
+
+def test_repeated_index_flags_keep_every_corpus():
+    from transformers import HfArgumentParser
+
+    from retrieval.server import ServerArguments
+
+    parser = HfArgumentParser(ServerArguments)
+    (args,) = parser.parse_args_into_dataclasses(args=["--index", "wiki=/a", "--index", "arxiv=/b"])
+    assert args.index == ["wiki=/a", "arxiv=/b"]
+    (args,) = parser.parse_args_into_dataclasses(args=["--index", "wiki=/a", "arxiv=/b"])
+    assert args.index == ["wiki=/a", "arxiv=/b"]
