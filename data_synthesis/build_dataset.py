@@ -1,0 +1,258 @@
+"""Build a judge-pair dataset: target-aware questions over sampled documents, answered with and without them.
+
+    python -m data_synthesis.build_dataset --corpus wiki=psgs_w100.tsv --corpus arxiv=arxiv.jsonl \
+        --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-72B-Instruct \
+        --n-train 27000 --n-test 2000 --out data/synth
+    python -m data_synthesis.build_dataset --oracle toyworld --n-train 1000 --n-test 200 --out runs/toy-synth
+
+Rerun the same command after a crash or kill: finished LLM requests come from `<out>/requests.jsonl`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from data_synthesis.documents import GroupCycle, group_passages, reservoir, sample_window, split_by_title
+from data_synthesis.filters import FilterConfig
+from data_synthesis.llm_client import ChatClient, ClientConfig, RequestCache
+from data_synthesis.pipeline import Slot, SynthesisConfig, final_records, run_rounds, synthesize
+from data_synthesis.queries import DOMAIN_OF_CORPUS, PROMPTS_VERSION, QuestionRules
+from data_synthesis.report import write_outputs
+from retrieval.corpus import ReadStats, read_corpus
+
+logger = logging.getLogger(__name__)
+ORACLES = ("toyworld",)
+
+
+@dataclass
+class BuildDatasetArguments:
+    out: str = field(metadata={"help": "Output folder: the DatasetDict (save_to_disk), JSONL splits, rejects.jsonl, "
+                                       "stats.md, summary.json and the request cache."})
+    n_train: int = field(default=100, metadata={"help": "Training pairs, shared equally among the domains."})
+    n_test: int = field(default=20, metadata={"help": "Test pairs, about documents no training pair uses."})
+    corpus: list[str] = field(default_factory=list, metadata={
+        "help": f"NAME=PATH, repeatable; NAME in {sorted(DOMAIN_OF_CORPUS)} (arxiv = science domain); DPR tsv or "
+                "JSONL as retrieval.corpus reads them."})
+    base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible server, e.g. "
+                                                                 "http://localhost:8000/v1."})
+    model: str | None = field(default=None, metadata={"help": "Model name the server knows."})
+    api_key_env: str = field(default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the API "
+                                                                          "key (unset: no key sent)."})
+    oracle: str | None = field(default=None, metadata={"help": f"One of {ORACLES}: no LLM, deterministic toy-world "
+                                                               "questions and answers (quickstart, tests)."})
+    concurrency: int = field(default=8, metadata={"help": "Requests in flight at once."})
+    seed: int = field(default=0, metadata={"help": "Seeds document sampling, request seeds and A/B placement."})
+    cache: str | None = field(default=None, metadata={"help": "Request cache JSONL (default <out>/requests.jsonl)."})
+    timeout_s: float = field(default=300.0, metadata={"help": "Per-request timeout, seconds."})
+    max_retries: int = field(default=6, metadata={"help": "Retries on 429/5xx/timeouts/connection errors."})
+    backoff_base_s: float = field(default=1.0, metadata={"help": "First retry delay; doubles, with jitter."})
+    backoff_max_s: float = field(default=60.0, metadata={"help": "Longest retry delay (Retry-After may exceed it)."})
+    k_max: int = field(default=3, metadata={"help": "Most neighbouring passages per question (1..k_max)."})
+    max_group: int = field(default=8, metadata={"help": "Most consecutive same-title passages in one group."})
+    docs_per_corpus: int = field(default=0, metadata={"help": "Groups reservoir-sampled per corpus; 0 = 3 per "
+                                                               "needed pair, +8."})
+    skip_bad_lines: bool = field(default=False, metadata={"help": "Skip and count malformed corpus lines."})
+    max_doc_chars: int = field(default=4000, metadata={"help": "Characters of each passage shown to the LLM."})
+    query_max_tokens: int = field(default=256, metadata={"help": "max_tokens of a question request."})
+    answer_max_tokens: int = field(default=1024, metadata={"help": "max_tokens of an answer request."})
+    query_temperature: float = field(default=0.8, metadata={"help": "Sampling temperature for questions."})
+    answer_temperature: float = field(default=0.7, metadata={"help": "Sampling temperature for answers."})
+    send_seed: bool = field(default=True, metadata={"help": "Send a per-request `seed` parameter."})
+    oversample: float = field(default=1.15, metadata={"help": "Slots planned per missing pair in round 1."})
+    max_rounds: int = field(default=3, metadata={"help": "Rounds of make-up slots for dropped pairs."})
+    min_answer_words: int = field(default=20, metadata={"help": "Shorter answers are dropped (too_short)."})
+    max_length_ratio: float = field(default=4.0, metadata={"help": "Longer/shorter answer words above this: drop."})
+    max_pair_jaccard: float = field(default=0.9, metadata={"help": "Positive/negative token-set Jaccard at or above "
+                                                                   "this: drop (pair_too_similar)."})
+    duplicate_jaccard: float = field(default=0.8, metadata={"help": "Questions this similar are near-duplicates."})
+    copy_ngram: int = field(default=25, metadata={"help": "A positive repeating this many document tokens in a row "
+                                                          "copies it (dropped)."})
+    quote_ngram: int = field(default=10, metadata={"help": "A question repeating this many document tokens in a "
+                                                           "row quotes it (dropped)."})
+    fsync: bool = field(default=False, metadata={"help": "fsync the cache after every request (power-loss safe; "
+                                                         "kill -9 safe without it)."})
+    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+
+    def __post_init__(self) -> None:
+        if self.n_train < 1 or self.n_test < 0:
+            raise ValueError(f"need --n-train >= 1 and --n-test >= 0, got {self.n_train}, {self.n_test}")
+        if self.oracle is not None:
+            if self.oracle not in ORACLES:
+                raise ValueError(f"--oracle must be one of {ORACLES}, got {self.oracle!r}")
+        else:
+            if not self.corpus or not self.base_url or not self.model:
+                raise ValueError("without --oracle, give --corpus NAME=PATH (one or more), --base-url and --model")
+            names = [c.partition("=")[0] for c in self.corpus]
+            if any("=" not in c for c in self.corpus) or not set(names) <= set(DOMAIN_OF_CORPUS):
+                raise ValueError(f"--corpus takes NAME=PATH with NAME in {sorted(DOMAIN_OF_CORPUS)}, got {self.corpus}")
+            domains = [DOMAIN_OF_CORPUS[n] for n in names]
+            if len(set(domains)) != len(domains):
+                raise ValueError(f"one corpus per domain, got {self.corpus}")
+        if self.concurrency < 1 or self.k_max < 1 or self.max_group < self.k_max:
+            raise ValueError("need --concurrency >= 1 and 1 <= --k-max <= --max-group")
+
+    @property
+    def cache_path(self) -> Path:
+        return Path(self.cache) if self.cache else Path(self.out) / "requests.jsonl"
+
+    def synthesis_config(self) -> SynthesisConfig:
+        # toy answers are short and differ only in the corrupted facts; toy questions come from a few templates
+        toy = self.oracle == "toyworld"
+        return SynthesisConfig(
+            seed=self.seed, max_doc_chars=self.max_doc_chars, query_max_tokens=self.query_max_tokens,
+            answer_max_tokens=self.answer_max_tokens, query_temperature=self.query_temperature,
+            answer_temperature=self.answer_temperature, send_seed=self.send_seed, oversample=self.oversample,
+            max_rounds=self.max_rounds, rules=QuestionRules(quote_ngram=self.quote_ngram),
+            filters=FilterConfig(min_answer_words=5 if toy else self.min_answer_words,
+                                 max_length_ratio=self.max_length_ratio,
+                                 max_pair_jaccard=1.0 if toy else self.max_pair_jaccard,
+                                 copy_ngram=self.copy_ngram,
+                                 duplicate_jaccard=1.0 if toy else self.duplicate_jaccard))
+
+
+def split_needs(domains: list[str], n_train: int, n_test: int) -> dict[tuple[str, str], int]:
+    """Pairs wanted per (split, domain), test first; a remainder goes to the first domains."""
+    needs = {}
+    for split, n in (("test", n_test), ("train", n_train)):
+        for i, domain in enumerate(domains):
+            needs[(split, domain)] = n // len(domains) + (i < n % len(domains))
+    return {k: v for k, v in needs.items() if v > 0}
+
+
+def corpus_planner(args: BuildDatasetArguments):
+    """Read each corpus once (streaming), sample groups, split them by title; return plan(split, domain, n)."""
+    test_share = args.n_test / (args.n_train + args.n_test)
+    cycles: dict[tuple[str, str], GroupCycle] = {}
+    domain_corpus = {}
+    for spec in args.corpus:
+        name, path = spec.split("=", 1)
+        domain = DOMAIN_OF_CORPUS[name]
+        domain_corpus[domain] = name
+        k = args.docs_per_corpus or 3 * math.ceil((args.n_train + args.n_test) / len(args.corpus)) + 8
+        stats = ReadStats()
+        passages = tqdm(read_corpus(path, stats, skip_bad_lines=args.skip_bad_lines), desc=f"read {name}",
+                        unit="psg", disable=not args.progress, mininterval=1.0)
+        groups = reservoir(group_passages(passages, name, args.max_group), k, random.Random(f"{args.seed}:{name}"))
+        logger.info("%s: %d passages read, %d groups sampled, %d bad lines skipped", path, stats.n_read,
+                    len(groups), stats.n_skipped)
+        sides = split_by_title(groups, test_share, args.seed) if args.n_test else {"train": groups, "test": []}
+        for split, side in sides.items():
+            if side:
+                cycles[(split, domain)] = GroupCycle(side, args.seed, f"{split}:{domain}")
+
+    def plan(split: str, domain: str, n: int) -> Slot:
+        if (split, domain) not in cycles:
+            raise ValueError(f"corpus {domain_corpus[domain]} has too few titles for a {split} split")
+        group = cycles[(split, domain)][n]
+        window = sample_window(group, args.k_max, random.Random(f"{args.seed}:{split}:{domain}:{n}:window"))
+        return Slot(split, domain, domain_corpus[domain], n, window)
+
+    return plan, [DOMAIN_OF_CORPUS[c.split("=", 1)[0]] for c in args.corpus]
+
+
+async def _run_llm(args: BuildDatasetArguments, cfg: SynthesisConfig, plan, needs):
+    client_cfg = ClientConfig(base_url=args.base_url, model=args.model, api_key=os.environ.get(args.api_key_env),
+                              concurrency=args.concurrency, timeout_s=args.timeout_s, max_retries=args.max_retries,
+                              backoff_base_s=args.backoff_base_s, backoff_max_s=args.backoff_max_s, seed=args.seed)
+    cache = RequestCache(args.cache_path, fsync=args.fsync)
+    try:
+        logger.info("request cache %s: %d finished requests", args.cache_path, len(cache))
+        async with ChatClient(client_cfg, cache) as client:
+            selection = await run_rounds(plan, lambda slot: synthesize(client, slot, cfg), needs, cfg, args.progress)
+        return selection, client.stats.summary()
+    finally:
+        cache.close()
+
+
+def build(args: BuildDatasetArguments) -> dict:
+    """Run the whole build; returns the summary written to `<out>/summary.json`."""
+    started = time.monotonic()
+    cfg = args.synthesis_config()
+    if args.oracle == "toyworld":
+        from data_synthesis.oracle import GENERATOR, ToyOracle
+        from openrm.toyworld import DOMAINS
+
+        oracle = ToyOracle(args.seed)
+        oracle.world.write_corpora(Path(args.out) / "corpora")  # for building the search indexes
+        needs = split_needs(list(DOMAINS), args.n_train, args.n_test)
+        selection = asyncio.run(run_rounds(oracle.plan, oracle.outcome, needs, cfg, args.progress))
+        generator, client_summary = GENERATOR, None
+    else:
+        plan, domains = corpus_planner(args)
+        needs = split_needs(domains, args.n_train, args.n_test)
+        selection, client_summary = asyncio.run(_run_llm(args, cfg, plan, needs))
+        generator = args.model
+    records = final_records(selection, needs, args.seed)
+    records.setdefault("test", [])
+    docs = {split: {(r["meta"]["corpus"], d) for r in rows for d in r["meta"]["doc_ids"]}
+            for split, rows in records.items()}
+    if docs["train"] & docs["test"]:  # the split is by title; this is the guarantee, checked
+        raise RuntimeError(f"train and test share documents: {sorted(docs['train'] & docs['test'])[:5]}")
+    drops = selection.drops()
+    wanted = {split: sum(n for (s, _), n in needs.items() if s == split) for split in ("train", "test")}
+    seconds = time.monotonic() - started
+    summary = {
+        "generator": generator, "prompts_version": PROMPTS_VERSION, "seed": args.seed,
+        "pairs": {split: len(rows) for split, rows in records.items()}, "wanted": wanted,
+        "slots": sum(len(v) for v in selection.accepted.values()) + len(selection.rejects),
+        "surplus": sum(len(v) for v in selection.accepted.values()) - sum(len(r) for r in records.values()),
+        "drops": dict(drops), "seconds": round(seconds, 2), "client": client_summary,
+    }
+    write_outputs(Path(args.out), records, [r.to_json() for r in selection.rejects], drops, summary)
+    logger.info("pairs: %s of %s wanted; %d slots, dropped %s", summary["pairs"], wanted, summary["slots"],
+                dict(drops.most_common()) or "none")
+    if client_summary:
+        logger.info("LLM: %d requests, %d HTTP attempts, %d cache hits (%.1f%%), %d failed, tokens %d prompt + %d "
+                    "completion, retries %s", client_summary["requests"], client_summary["http_attempts"],
+                    client_summary["cache_hits"], 100 * client_summary["cache_hit_rate"], client_summary["failed"],
+                    client_summary["prompt_tokens"], client_summary["completion_tokens"],
+                    client_summary["retries"] or "none")
+    for split in ("train", "test"):
+        if summary["pairs"][split] < wanted[split]:
+            logger.warning("%s: only %d of %d pairs (see rejects.jsonl; raise --max-rounds or --oversample)",
+                           split, summary["pairs"][split], wanted[split])
+    return summary
+
+
+def merge_repeated(argv: list[str], flag: str) -> list[str]:
+    """`--corpus a --corpus b` as `--corpus a b`: HfArgumentParser's list fields keep only the last occurrence."""
+    values, rest, i = [], [], 0
+    while i < len(argv):
+        if argv[i] == flag:
+            i += 1
+            while i < len(argv) and not argv[i].startswith("--"):
+                values.append(argv[i])
+                i += 1
+        elif argv[i].startswith(flag + "="):
+            values.append(argv[i].split("=", 1)[1])
+            i += 1
+        else:
+            rest.append(argv[i])
+            i += 1
+    return rest + ([flag, *values] if values else [])
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    from transformers import HfArgumentParser
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
+    argv = merge_repeated(list(sys.argv[1:] if argv is None else argv), "--corpus")
+    (args,) = HfArgumentParser(BuildDatasetArguments).parse_args_into_dataclasses(args=argv)
+    build(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
