@@ -1,0 +1,202 @@
+"""Match-judge adapters: `openrm.judge.Judge` (its real Verdict records, via a stub with compare_batch) as the
+pairwise judge, and the rubric group judge against a real FastAPI app under uvicorn on loopback that scripts its
+chat completions (valid JSON, out-of-range or repeated numbers, garbage, HTTP errors)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from openrm.judge import JudgeRun, Verdict
+from openrm.tournament import (
+    Arena,
+    GroupRequest,
+    JudgePairwise,
+    MultiRound,
+    RubricGroupJudge,
+    SeededSingleElimination,
+    select_winners,
+)
+from openrm.tournament.rubric_judge import parse_winners
+
+
+def run_of(order, answer):
+    return JudgeRun(order, "", answer, answer, True, [], [], "stop", None)
+
+
+class StubJudge:
+    """Answers like `Judge.compare_batch`: real `Verdict`s; the longer answer wins in both orders, except that
+    answers containing 'mute' get no verdict in either order and 'flip' makes the orders disagree."""
+
+    def __init__(self):
+        self.batches = []
+
+    def compare_batch(self, pairs, progress=False):
+        self.batches.append(list(pairs))
+        out = []
+        for _, a, b in pairs:
+            if "mute" in a or "mute" in b:
+                ab, ba = None, None
+            elif "flip" in a or "flip" in b:
+                ab, ba = "A", "B"
+            else:
+                ab = ba = "A" if len(a) > len(b) else "B"
+            out.append(Verdict.from_runs(run_of("AB", ab), run_of("BA", ba)))
+        return out
+
+
+def test_judge_adapter_maps_verdicts_to_p_and_failures_to_none(caplog):
+    caplog.set_level(logging.WARNING, logger="openrm.tournament")
+    adapter = JudgePairwise(StubJudge())
+    assert adapter.orders == 2
+    got = adapter.compare_many([("q", "long answer", "short"), ("q", "x", "much longer"), ("q", "mute", "y"),
+                                ("q", "flip", "y")])
+    assert got == [1.0, 0.0, None, 0.5]
+    assert "without a verdict" in caplog.text
+    assert adapter.compare_many([]) == []
+
+
+def test_judge_adapter_in_an_arena_sends_one_item_per_pair_and_ranks_by_length():
+    stub = StubJudge()
+    answers = [("a" * n) for n in (3, 9, 1, 7, 5, 2)]
+    result = Arena(JudgePairwise(stub)).run(SeededSingleElimination(), "q", answers)
+    assert result.ranking[0] == 1
+    assert sum(len(b) for b in stub.batches) == result.judge_calls and result.inferences == 2 * result.judge_calls
+    for batch in stub.batches:  # one canonical order per pair: the Judge runs both itself
+        assert len({(x, y) for _, x, y in batch} & {(y, x) for _, x, y in batch}) == 0
+
+
+@pytest.mark.parametrize("text,n,k,winners,error", [
+    ('{"winners": [2]}', 3, 1, [1], None),
+    ('I compared them.\n```json\n{"winners": [3, 1]}\n```', 3, 2, [0, 2], None),
+    ('draft {"winners": [1]} final {"winners": [2]}', 2, 1, [1], None),
+    ('{"winners": [4]}', 3, 1, None, "not candidates"),
+    ('{"winners": [0]}', 3, 1, None, "not candidates"),
+    ('{"winners": [1, 1]}', 3, 2, None, "repeat"),
+    ('{"winners": [1, 2]}', 3, 1, None, "exactly 1"),
+    ('{"winners": ["1"]}', 3, 1, None, "integers"),
+    ('{"winners": [true]}', 3, 1, None, "integers"),
+    ("Candidate 2 is best.", 3, 1, None, "no JSON"),
+    ("", 3, 1, None, "no JSON"),
+])
+def test_parse_winners(text, n, k, winners, error):
+    got, err = parse_winners(text, n, k)
+    assert got == winners
+    assert (err is None) if error is None else (error in err)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(app):
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
+                                           access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def scripted_app(calls: list) -> FastAPI:
+    """The task text picks the script; the number of user turns tells a first reply from a repair."""
+    app = FastAPI()
+    lock = threading.Lock()
+
+    @app.post("/v1/chat/completions")
+    def chat(body: dict):
+        with lock:
+            calls.append(body)
+        user_turns = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        task = user_turns[0]
+        repair = len(user_turns) > 1
+        if "SCRIPT:valid" in task:
+            reply = 'Candidate 2 cites evidence.\n{"winners": [2]}'
+        elif "SCRIPT:badindex" in task:
+            reply = '{"winners": [1]}' if repair else '{"winners": [9]}'
+        elif "SCRIPT:garbage" in task:
+            reply = "They are all lovely."
+        elif "SCRIPT:http500" in task:
+            return JSONResponse({"error": "overloaded"}, status_code=500)
+        elif "SCRIPT:best" in task:  # pick the candidates with the largest number, as the rubric says
+            numbers = [int(part.split("\n")[1]) for part in task.split("## Candidate ")[1:]]
+            k = int(task.split("Choose the ")[1].split(" ")[0])
+            top = np.argsort(numbers)[::-1][:k] + 1
+            reply = f'{{"winners": {sorted(top.tolist())}}}'
+        else:
+            reply = "?"
+        return {"id": "x", "object": "chat.completion", "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": reply}}]}
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def server():
+    calls: list = []
+    with serve(scripted_app(calls)) as url:
+        yield url + "/v1", calls
+
+
+def test_rubric_judge_valid_repaired_and_failed_replies(server, caplog):
+    url, calls = server
+    caplog.set_level(logging.INFO, logger="openrm.tournament")
+    judge = RubricGroupJudge(url, "tiny", max_concurrency=4, http_retries=1)
+    cands = ("first", "second", "third")
+    reqs = [GroupRequest(f"SCRIPT:{name}", "Prefer evidence.", cands, 1)
+            for name in ("valid", "badindex", "garbage", "http500")]
+    calls.clear()
+    assert judge.select_winners_many(reqs) == [[1], [0], [], []]
+    by_script = {}
+    for body in calls:
+        by_script.setdefault(body["messages"][1]["content"].split("\n")[1], []).append(body)
+    assert len(by_script["SCRIPT:valid"]) == 1
+    assert len(by_script["SCRIPT:badindex"]) == 2  # one repair turn, which quotes the problem
+    assert "not candidates" in by_script["SCRIPT:badindex"][1]["messages"][-1]["content"]
+    assert len(by_script["SCRIPT:garbage"]) == 2  # repaired once, then a logged failure
+    assert len(by_script["SCRIPT:http500"]) == 2  # one HTTP retry, then a logged failure
+    assert "Prefer evidence." in by_script["SCRIPT:valid"][0]["messages"][1]["content"]
+    assert "2 of 4 groups failed" in caplog.text
+    assert select_winners(judge, "SCRIPT:valid", None, cands, 1) == judge.select_winners("SCRIPT:valid", None,
+                                                                                          cands, 1) == [1]
+    judge.close()
+
+
+def test_rubric_judge_drives_a_multi_round_tournament(server):
+    url, calls = server
+    calls.clear()
+    answers = [str(n) for n in (5, 12, 3, 8, 1, 9, 4, 7)]
+    with RubricGroupJudge(url, "tiny") as judge:
+        result = Arena(group=judge).run(MultiRound(4, 2, 2, 1), "SCRIPT:best", answers, rubric="bigger is better")
+    assert len(calls) == result.group_calls == 3  # 8 -> 4 -> 2: two groups, then one
+    assert set(np.argsort(-result.scores)[:2].tolist()) == {1, 5}  # 12 and 9 won both of their rounds
+    assert result.scores[1] == result.scores[5] == 2
+
+
+def test_a_garbage_group_judge_ends_the_tournament_with_equal_rewards(server):
+    url, _ = server
+    with RubricGroupJudge(url, "tiny") as judge:
+        result = Arena(group=judge).run(MultiRound(2, 1, 1, 1), "SCRIPT:garbage", ["a", "b", "c", "d"])
+    assert result.failures == len(result.group_matches) == 2 and np.ptp(result.scores) == 0
