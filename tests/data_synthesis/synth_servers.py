@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 import random
-import socket
 import threading
 import time
 from collections import Counter
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from loopback import free_port, serve  # noqa: F401  (serve is re-exported to the tests here)
 
 from data_synthesis.llm_client import request_key
 
@@ -152,33 +152,6 @@ class ScriptedLLM:
                               "completion_tokens": len(content.split())}}
 
         return app
-
-
-def free_port() -> int:
-    with contextlib.closing(socket.socket()) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serve(app):
-    """Run `app` under a real uvicorn on loopback in a thread; yields its base URL."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
-                                           access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @contextlib.contextmanager

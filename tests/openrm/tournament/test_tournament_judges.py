@@ -1,19 +1,18 @@
-"""Match-judge adapters: `openrm.judge.Judge` (its real Verdict records, via a stub with compare_batch) as the
-pairwise judge, and the rubric group judge against a real FastAPI app under uvicorn on loopback that scripts its
+"""Match-judge adapters: `openrm.judge.Judge` as the pairwise judge (a stub with real Verdict records, and a real
+Judge over a scripted model in an Arena), and the rubric group judge against a real FastAPI app under uvicorn on
+loopback that scripts its
 chat completions (valid JSON, out-of-range or repeated numbers, garbage, HTTP errors)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import socket
 import threading
-import time
 
 import numpy as np
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from loopback import serve
 
 from openrm.judge import JudgeRun, Verdict
 from openrm.tournament import (
@@ -21,8 +20,10 @@ from openrm.tournament import (
     GroupRequest,
     JudgePairwise,
     MultiRound,
+    RoundRobin,
     RubricGroupJudge,
     SeededSingleElimination,
+    rank_z,
     select_winners,
 )
 from openrm.tournament.rubric_judge import parse_winners
@@ -91,32 +92,6 @@ def test_parse_winners(text, n, k, winners, error):
     got, err = parse_winners(text, n, k)
     assert got == winners
     assert (err is None) if error is None else (error in err)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serve(app):
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
-                                           access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def scripted_app(calls: list) -> FastAPI:
@@ -200,3 +175,59 @@ def test_a_garbage_group_judge_ends_the_tournament_with_equal_rewards(server):
     with RubricGroupJudge(url, "tiny") as judge:
         result = Arena(group=judge).run(MultiRound(2, 1, 1, 1), "SCRIPT:garbage", ["a", "b", "c", "d"])
     assert result.failures == len(result.group_matches) == 2 and np.ptp(result.scores) == 0
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from openrm.tiny import build
+
+    return AutoTokenizer.from_pretrained(build(tmp_path_factory.mktemp("tiny")))
+
+
+def real_judge(tokenizer, policy):
+    """A real `openrm.judge.Judge` (prompt rendering, both orders, parsing, verdicts) whose model is scripted."""
+    from scripted import Scripted
+
+    from openrm.generation import SamplingParams
+    from openrm.judge import Judge
+    from openrm.rollout import RolloutConfig
+
+    gen = Scripted(tokenizer, policy)
+    cfg = RolloutConfig(max_completion_tokens=128, sampling=SamplingParams(max_new_tokens=64, temperature=0.0))
+    return Judge(gen, tokenizer, None, cfg), gen
+
+
+def more_stars_wins(prompt: str, generated: str) -> str:
+    from scripted import answers_in
+
+    a, b = answers_in(prompt)
+    return f"<think>count</think>\n<answer>{'A' if a.count('*') > b.count('*') else 'B'}</answer>"
+
+
+def always_first(prompt: str, generated: str) -> str:
+    return "<think>first</think>\n<answer>A</answer>"
+
+
+ANSWERS = [f"answer {i} " + "*" * n for i, n in enumerate((2, 5, 0, 4, 1))]
+
+
+@pytest.mark.parametrize("topology", [RoundRobin(), SeededSingleElimination()], ids=lambda t: t.name)
+def test_real_judge_as_match_judge_ranks_by_content_in_both_orders(tiny_tokenizer, topology):
+    judge, gen = real_judge(tiny_tokenizer, more_stars_wins)
+    result = Arena(JudgePairwise(judge)).run(topology, "Which is best?", ANSWERS)
+    assert result.ranking[0] == 1  # five stars
+    if topology.name == "round_robin":
+        assert result.ranking == [1, 3, 0, 4, 2]
+    # the Judge ran each match in both orders: two rollouts per judge call, in batches
+    assert sum(gen.batches) == 2 * result.judge_calls and result.inferences == 2 * result.judge_calls
+    assert len(gen.batches) < result.judge_calls
+
+
+def test_real_judge_with_pure_position_bias_gives_logged_ties_and_equal_rewards(tiny_tokenizer):
+    judge, _ = real_judge(tiny_tokenizer, always_first)
+    result = Arena(JudgePairwise(judge)).run(RoundRobin(), "Which is best?", ANSWERS)
+    # "A" in both orders contradicts itself: a logged tie, never a random winner
+    assert result.matches and all(m.status == "tie" and m.p_i == 0.5 for m in result.matches)
+    assert np.ptp(result.scores) == 0 and np.ptp(result.ranks) == 0 and np.ptp(rank_z(result)) == 0
