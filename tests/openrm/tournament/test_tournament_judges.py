@@ -1,7 +1,6 @@
 """Match-judge adapters: `openrm.judge.Judge` as the pairwise judge (a stub with real Verdict records, and a real
 Judge over a scripted model in an Arena), and the rubric group judge against a real FastAPI app under uvicorn on
-loopback that scripts its
-chat completions (valid JSON, out-of-range or repeated numbers, garbage, HTTP errors)."""
+loopback that scripts its chat completions (valid JSON, out-of-range or repeated numbers, garbage, HTTP errors)."""
 
 from __future__ import annotations
 
