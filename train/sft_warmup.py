@@ -5,16 +5,20 @@ tiny judge; a real run may skip it (Qwen2.5-7B-Instruct follows the prompt) or u
     python train/sft_warmup.py --dataset runs/quickstart/data/sft_gold.jsonl \
         --model_name_or_path runs/quickstart/tiny-judge --output_dir runs/quickstart/tiny-judge-sft
 
-The dataset is JSONL of {"prompt": [chat messages], "completion": [{"role": "assistant", "content": ...}]}; the
-loss covers the completion only. Retrieved passages inside gold completions are trained on as text here: the
-warm-up teaches the format, GRPO then trains with the environment's tokens masked.
+The dataset is JSONL of {"prompt": [chat messages], "completion": [{"role": "assistant", "content": ...}]}. The
+records are tokenized here the way a rollout builds them: the prompt through the chat template with the generation
+prompt, then the completion, with every `<information>` block encoded on its own as the environment appends it and
+masked out of the loss (as GRPO's env_mask does), and the end-of-turn token last. So the loss covers only what the
+judge writes itself: trained on the passages too, a small model learns to write `<information>` blocks of its own.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +26,49 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 logger = logging.getLogger("openrm.sft_warmup")
+
+_INFORMATION = re.compile(r"\n<information>\n.*?\n</information>\n", re.DOTALL)
+
+
+def split_information(completion: str) -> list[tuple[str, bool]]:
+    """`completion` as consecutive (text, written_by_the_environment) pieces: each `<information>` block exactly as
+    `protocol.render_information` renders it, and the judge's own text around them."""
+    pieces, start = [], 0
+    for match in _INFORMATION.finditer(completion):
+        if match.start() > start:
+            pieces.append((completion[start:match.start()], False))
+        pieces.append((match.group(0), True))
+        start = match.end()
+    if start < len(completion):
+        pieces.append((completion[start:], False))
+    return pieces
+
+
+def tokenize_record(tokenizer, prompt: Sequence[dict], completion: str) -> dict[str, list[int]]:
+    """`input_ids` and `completion_mask` (1 = trained on) of one gold record, token for token as a rollout would
+    hold it: prompt ids from the chat template, the judge's text, each `<information>` block encoded separately
+    (mask 0), and the end-of-turn token."""
+    from openrm.rollout import prompt_token_ids
+
+    ids = prompt_token_ids(tokenizer, list(prompt))
+    mask = [0] * len(ids)
+    for text, environment in split_information(completion):
+        piece = tokenizer.encode(text, add_special_tokens=False)
+        ids += piece
+        mask += [0 if environment else 1] * len(piece)
+    ids.append(tokenizer.eos_token_id)
+    mask.append(1)
+    return {"input_ids": ids, "completion_mask": mask}
+
+
+def _completion_text(record: dict) -> str:
+    completion = record["completion"]
+    if isinstance(completion, str):
+        return completion
+    if (not isinstance(completion, list) or len(completion) != 1 or not isinstance(completion[0], dict)
+            or completion[0].get("role") != "assistant" or not isinstance(completion[0].get("content"), str)):
+        raise ValueError("each completion must be one assistant message (or a string)")
+    return completion[0]["content"]
 
 
 @dataclass
@@ -43,6 +90,17 @@ def main(script_args: WarmupArguments, training_args, model_args) -> None:
     if missing:
         raise ValueError(f"{script_args.dataset}: records lack {sorted(missing)}")
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    if tokenizer.eos_token_id is None:
+        raise ValueError(f"{model_args.model_name_or_path}: the tokenizer names no end-of-turn (eos) token")
+    try:
+        dataset = dataset.map(lambda r: tokenize_record(tokenizer, r["prompt"], _completion_text(r)),
+                              remove_columns=dataset.column_names, desc="Tokenizing gold trajectories")
+    except ValueError as exc:
+        raise ValueError(f"{script_args.dataset}: {exc}") from exc
+    masked = sum(len(m) - sum(m) for m in dataset["completion_mask"])
+    logger.info("%d records, %d tokens (%d masked: prompts and <information> blocks)", len(dataset),
+                sum(map(len, dataset["completion_mask"])), masked)
+    training_args.completion_only_loss = True
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
                          processing_class=tokenizer, peft_config=get_peft_config(model_args))

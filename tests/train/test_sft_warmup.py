@@ -1,0 +1,77 @@
+"""The SFT warm-up tokenizes gold trajectories as a rollout holds them: `<information>` blocks encoded on their own
+and masked out of the loss, the rest of the completion trained on, the prompt masked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from openrm import protocol
+from openrm.rollout import information_ids, prompt_token_ids
+from openrm.tools import ToolResult
+from openrm.toyworld import ToyWorld
+from train.sft_warmup import main, parse, split_information, tokenize_record
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from openrm.tiny import build
+
+    path = build(tmp_path_factory.mktemp("tiny"))
+    return path, AutoTokenizer.from_pretrained(path)
+
+
+@pytest.fixture(scope="module")
+def gold():
+    world = ToyWorld(0)
+    return [(protocol.judge_messages(ex), world.gold_trajectory(ex)) for ex in world.examples(6, "train")]
+
+
+def test_split_information_keeps_every_character_and_finds_each_block(gold):
+    for _, completion in gold:
+        pieces = split_information(completion)
+        assert "".join(text for text, _ in pieces) == completion
+        blocks = [text for text, env in pieces if env]
+        assert len(blocks) == completion.count("<information>") == 1
+        assert blocks[0].startswith("\n<information>\n") and blocks[0].endswith("\n</information>\n")
+    assert split_information("<think>x</think>\n<answer>A</answer>") == [("<think>x</think>\n<answer>A</answer>",
+                                                                          False)]
+
+
+def test_tokenized_record_masks_the_prompt_and_the_information_exactly(tiny, gold):
+    _, tok = tiny
+    messages, completion = gold[0]
+    rec = tokenize_record(tok, messages, completion)
+    ids, mask = rec["input_ids"], rec["completion_mask"]
+    assert len(ids) == len(mask)
+    prompt = prompt_token_ids(tok, messages)
+    assert ids[:len(prompt)] == prompt and not any(mask[:len(prompt)])
+    # the masked span after the prompt is exactly the environment's block, as the rollout would append it
+    block = next(text for text, env in split_information(completion) if env)
+    env_ids = information_ids(tok, ToolResult(None, rendered=block), 10_000)
+    rest = list(zip(ids[len(prompt):], mask[len(prompt):], strict=True))
+    zeros = [i for i, (_, m) in enumerate(rest) if m == 0]
+    assert [rest[i][0] for i in zeros] == env_ids and zeros == list(range(zeros[0], zeros[0] + len(env_ids)))
+    # what is trained on decodes to the judge's own text, then the end of turn
+    own = tok.decode([t for t, m in rest if m], skip_special_tokens=False)
+    assert own == completion.replace(block, "") + tok.eos_token
+    assert ids[-1] == tok.eos_token_id and mask[-1] == 1
+
+
+def test_warmup_trains_on_masked_records_and_rejects_bad_completions(tiny, gold, tmp_path):
+    path, _ = tiny
+    data = tmp_path / "gold.jsonl"
+    data.write_text("".join(json.dumps({"prompt": m, "completion": [{"role": "assistant", "content": c}]}) + "\n"
+                            for m, c in gold))
+    common = ["--model_name_or_path", str(path), "--max_steps", "2", "--per_device_train_batch_size", "2",
+              "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
+              "--disable_tqdm", "true"]
+    main(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), *common]))
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"prompt": gold[0][0], "completion": [{"role": "user", "content": "x"}]}) + "\n")
+    with pytest.raises(ValueError, match="bad.jsonl: each completion must be one assistant message"):
+        main(*parse(["--dataset", str(bad), "--output_dir", str(tmp_path / "bad"), *common]))
