@@ -143,7 +143,8 @@ def markdown(results: Mapping[str, Any]) -> str:
                   f"| A/B-only accuracy on non-tie items (%) | {_fmt(results['binary_accuracy'])} |"]
     lines += [f"| both-order consistency (%) | {_fmt(j['consistency'])} |",
               f"| orders without an answer | {j['unparsed_orders']} |",
-              f"| searches per judgment | {_fmt(j['searches_per_judgment'], pct=False)} |",
+              f"| search calls written per judgment, both orders (run only in tools mode) | "
+              f"{_fmt(j['searches_per_judgment'], pct=False)} |",
               f"| seconds per judgment | {_fmt(j['seconds_per_judgment'], pct=False)} |"]
     if "rewardbench" in results:
         rb = results["rewardbench"]

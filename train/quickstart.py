@@ -133,7 +133,7 @@ def evaluate(judge_dir: Path, indexes: dict[str, Path], examples: list[dict]) ->
             "consistency": sum(v.consistent for v in verdicts) / n,
             "ties": sum(v.winner == "tie" for v in verdicts) / n,
             "parse_failures": sum(r.answer is None for r in runs) / len(runs),
-            "searches_per_judgment": sum(len(r.searches) for r in runs) / len(runs)}
+            "searches_per_judgment": sum(len(r.searches) for r in runs) / n}  # both orders, as eval.run counts
 
 
 def plot_curves(run_dir: Path, out: Path) -> Path | None:
@@ -186,7 +186,7 @@ def main(args: QuickstartArguments) -> dict:
     (out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
     plot = plot_curves(run, out / "training_curves.png")
     logger.info("toy test split, %d pairs, greedy judging. In this CPU budget the 288k-parameter tiny judge "
-                "learns the protocol (it searches about once per judgment and most orders end in a parseable "
+                "learns the protocol (it searches about once per order and most orders end in a parseable "
                 "answer), not the task: it answers by position, so both orders disagree, most pairs come out as "
                 "ties and accuracy stays near 0. The pipeline is the point.\n%s\ncurves: %s; judge: %s",
                 len(examples), "\n".join(lines), plot, judge_dir)
