@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 import time
@@ -25,12 +26,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(app):
-    """Run `app` under a real uvicorn on loopback in a thread; yields its base URL."""
+def serve(app, **config):
+    """Run `app` under a real uvicorn on loopback in a thread (`config`: more `uvicorn.Config` options); yields its
+    base URL."""
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
-                                           access_log=False))
+                                           access_log=False, **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -92,3 +94,25 @@ def vllm_completions_app(gen: HFGenerator, tok, calls: list, fail: int = 0, fail
     return app
 
 
+@contextlib.contextmanager
+def transformers_serve(model_dir: str | os.PathLike):
+    """The real `transformers serve` on loopback with a local model; yields its base URL."""
+    import httpx
+    from transformers.cli.serve import Serve
+
+    port = free_port()
+    server = Serve(force_model=str(model_dir), host="127.0.0.1", port=port, device="cpu", non_blocking=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{url}/health").raise_for_status()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield url
+    finally:
+        server.kill_server()

@@ -6,17 +6,15 @@ pure function of the request, steered by MARK_* words in document titles), optio
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import random
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from loopback import free_port, serve  # noqa: F401  (serve is re-exported to the tests here)
+from loopback import serve, transformers_serve  # noqa: F401  (re-exported to the tests here)
 
 from data_synthesis.llm_client import request_key
 
@@ -152,27 +150,3 @@ class ScriptedLLM:
                               "completion_tokens": len(content.split())}}
 
         return app
-
-
-@contextlib.contextmanager
-def transformers_serve(model_dir: str | Path):
-    """The real `transformers serve` on loopback with a local model; yields its base URL."""
-    import httpx
-    from transformers.cli.serve import Serve
-
-    port = free_port()
-    server = Serve(force_model=str(model_dir), host="127.0.0.1", port=port, device="cpu", non_blocking=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/health").raise_for_status()
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        yield url
-    finally:
-        server.kill_server()

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
-from loopback import decode, free_port, serve, vllm_completions_app
+from loopback import decode, free_port, serve, transformers_serve, vllm_completions_app
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from openrm.generation import (
@@ -282,29 +280,14 @@ def test_openai_generator_connection_refused():
 def test_transformers_serve_cannot_serve_token_completions(tiny_dir, prompts):
     """The real `transformers serve` on loopback refuses what OpenAIGenerator needs (see the module docstring)."""
     import httpx
-    from transformers.cli.serve import Serve
 
-    port = free_port()
-    server = Serve(force_model=str(tiny_dir), host="127.0.0.1", port=port, device="cpu", non_blocking=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"{url}/health").raise_for_status()
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+    with transformers_serve(tiny_dir) as url:
         with OpenAIGenerator(f"{url}/v1", str(tiny_dir), max_retries=0) as client:
             with pytest.raises(GenerationError, match="HTTP 422.*return_tokens_as_token_ids"):
                 client.generate(prompts[:1], GREEDY)
         plain = httpx.post(f"{url}/v1/completions", json={"model": str(tiny_dir), "prompt": prompts[0],
                                                           "max_tokens": 3}, timeout=60)
         assert plain.status_code == 400 and "string" in plain.text
-    finally:
-        server.kill_server()
 
 
 # --- VLLMGenerator ---------------------------------------------------------------------------------------------

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
-import time
-
+import loopback
 import pytest
-import uvicorn
 
 from openrm.toyworld import KINDS, ToyWorld
 from retrieval.build_index import build_index
@@ -48,33 +43,7 @@ def _entity_queries(world: ToyWorld, corpus: str) -> tuple[list[str], list[str]]
     return queries, gold
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def serve():
-    """`with serve(app) as url:` runs a real uvicorn on loopback for the block."""
-    return _serve
-
-
-@contextlib.contextmanager
-def _serve(app, **config):
-    """Run `app` under a real uvicorn server on loopback in a thread; yields its base URL."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           access_log=False, **config))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    """`with serve(app, **uvicorn_config) as url:` runs a real uvicorn on loopback for the block."""
+    return loopback.serve
