@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -243,11 +244,14 @@ def pandalm_majority(votes: list[Any]) -> str:
 
 
 def load_pandalm(path: str | Path, split: str | None = None, limit: int | None = None) -> Loaded:
-    """PandaLM's human-annotated `testset-v1.json`: label = the majority of annotator1..3 (0 tie, 1 / 2 better)."""
+    """PandaLM's human-annotated `testset-v1.json`: label = the majority of annotator1..3 (0 tie, 1 / 2 better).
+
+    A missing `input` is null or NaN (the public file writes NaN, which Python's json reads as a float nan)."""
 
     def convert(row, index):
         # A blank instruction with a real `input` is still a question: the input alone is asked.
         parts = [row.get(k) or "" for k in ("instruction", "input")]
+        parts = ["" if isinstance(p, float) and math.isnan(p) else p for p in parts]
         if not all(isinstance(p, str) for p in parts):
             raise BadRow("field 'instruction' or 'input' is not text")
         question = "\n\n".join(p for p in parts if p.strip())

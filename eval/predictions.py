@@ -54,9 +54,11 @@ class PredictionFormat:
 
 PREDICTION_PRESETS = {
     # PandaLM repo prediction files. Its own model writes pandalm_result "0" (tie) / "1" / "2"; anything else is a
-    # failure. The GPT baselines write gpt_result "1" / "2" / "Tie" and sometimes free text (25 of 999 rows for
-    # GPT-3.5): the PandaLM paper's GPT-3.5 figures (71.07 / 58.79 / 57.49 / 57.27) come out only when that text
-    # counts as a tie, so it does here, and the report counts how many rows each rule decided.
+    # failure. The GPT baselines write gpt_result "1" / "2" / "Tie" and sometimes other text ("garbage": 25 of 999
+    # rows for GPT-3.5): PandaLM's data/compute_metrics.py counts that as a tie, and the paper's GPT-3.5 accuracy and
+    # precision (71.07 / 58.79) come out only so, so it does here; the report counts the rows each rule decided.
+    # Recall / F1 then come out 57.36 / 57.55 as PandaLM's script prints, not the paper's 57.49 / 57.27
+    # (tests/eval/test_eval_pandalm_published.py).
     "pandalm": PredictionFormat("idx", {"pandalm_result": {"0": "tie", "1": "A", "2": "B"},
                                         "gpt_result": {"1": "A", "2": "B", "Tie": "tie"}},
                                 otherwise={"gpt_result": "tie"}),

@@ -64,6 +64,18 @@ def test_pandalm_majority_vote_ties_and_skips():
     assert all(loaders.COERCED not in e["meta"] for e in loaded.examples)
 
 
+def test_pandalm_nan_input_is_no_input(tmp_path):
+    """testset-v1.json writes a missing input as a bare NaN (Python's json reads a float nan); such a row is asked
+    its instruction alone, like a null input, and is not skipped."""
+    row = {"instruction": "Name a colour.", "response1": "red", "response2": "", "annotator1": 1, "annotator2": 1,
+           "annotator3": 0}
+    path = tmp_path / "testset.json"
+    path.write_text(json.dumps([{**row, "idx": 0, "input": float("nan")}, {**row, "idx": 1, "input": None}]))
+    assert "NaN" in path.read_text()
+    loaded = loaders.load_pandalm(path)
+    assert [e["question"] for e in loaded.examples] == ["Name a colour.", "Name a colour."] and not loaded.skipped
+
+
 @pytest.mark.parametrize("value, text, note", [
     ("fine", "fine", None),
     ("", "", "empty answer judged as is"),
