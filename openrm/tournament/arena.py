@@ -83,7 +83,9 @@ class Arena:
     """`pairwise`: the match judge of pairwise topologies; `group`: the group judge of `MultiRound`.
     `orders`: "both" plays each match in both presentation orders (free when the judge already does, as
     `JudgePairwise` does); "random" shows each match once in a seeded random order (Reasoning Arena); "given" as
-    the topology lists it. The cache keeps the last `cache_steps` steps."""
+    the topology lists it. The cache keeps the last `cache_steps` steps; a group round's verdict is keyed by
+    (group, members in order, k, the request's `cache_tag`), so a topology can ask again (`MultiRound(fresh_repeats=
+    True)`)."""
 
     def __init__(self, pairwise: PairwiseJudge | None = None, group: GroupJudge | None = None,
                  orders: OrderPolicy = "both", seed: int = 0, cache_steps: int = 1):
@@ -236,7 +238,7 @@ class Arena:
         for _, s in jobs:
             cache = self._cache.setdefault(s.step, {})
             for members in s.request.groups:
-                key = (s.group.group_id, "group", members, s.request.k)
+                key = (s.group.group_id, "group", members, s.request.k, s.request.cache_tag)
                 if key not in cache and key not in needed:
                     g = s.group
                     needed[key] = GroupRequest(g.question, g.rubric, tuple(g.candidates[m] for m in members),
@@ -260,7 +262,7 @@ class Arena:
             cache = self._cache[s.step]
             got = []
             for members in s.request.groups:
-                key = (s.group.group_id, "group", members, s.request.k)
+                key = (s.group.group_id, "group", members, s.request.k, s.request.cache_tag)
                 local = fresh[key] if key in fresh else cache[key]
                 winners = tuple(members[w] for w in local)
                 failures += not winners

@@ -2,8 +2,13 @@
 grand final without a reset: 2K-2 matches for any K >= 2 (a rematch is answered by the cache).
 
 Each round pairs the winners' bracket among itself and the losers' bracket among itself (an odd one out waits a
-round); winners'-bracket losers drop into the losers' bracket. Ranking as in seeded single elimination: soft net
-wins (a tie moves nobody), then the mean share over all matches; in a tied match the first listed goes on.
+round); winners'-bracket losers drop into the losers' bracket. In a tied match the first listed goes on (the paper
+is silent on ties). Ranking as in seeded single elimination, then the mean share over all matches:
+- paper rule, `rank_by="depth"` (ArenaRL: "advancement depth"): the round of a candidate's second loss (one who
+  waits a round survives it); the grand final's loser goes out in the last round, the champion one deeper. One who
+  goes out on a tie shares the depth of the one who went on.
+- our default, `rank_by="net_wins"`: soft net wins (a tie moves nobody); today's rule, kept.
+`DoubleElimination(rank_by="depth")`.
 """
 
 from __future__ import annotations
@@ -12,12 +17,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from openrm.tournament.depth import RankBy, Survival, check_rank_by
 from openrm.tournament.records import PairRound, Standing
 
 
 @dataclass(frozen=True)
 class DoubleElimination:
+    rank_by: RankBy = "net_wins"  # "depth": the paper's rule (see the module docstring)
     name: str = "double_elimination"
+
+    def __post_init__(self):
+        check_rank_by(self.rank_by)
 
     def matches(self, k: int) -> int:
         return 2 * (k - 1) if k > 1 else 0
@@ -29,6 +39,7 @@ class DoubleElimination:
         losers: list[int] = []
         net = np.zeros(k)
         shares: list[list[float]] = [[] for _ in range(k)]
+        survival = Survival(k)
         rnd = 0
         while len(winners) > 1 or len(losers) > 1:
             wb = list(zip(winners[0:len(winners) - 1:2], winners[1::2], strict=True))
@@ -46,6 +57,7 @@ class DoubleElimination:
                     wb_down.append(down)
                 else:
                     lb_up.append(up)
+                    survival.out(down, rnd, up, p)  # a second loss
             winners = wb_up + winners[2 * len(wb):]  # the odd one out waits
             losers = lb_up + losers[2 * len(lb):] + wb_down
             rnd += 1
@@ -54,4 +66,7 @@ class DoubleElimination:
         net[losers[0]] -= 2 * (p - 0.5)
         shares[winners[0]].append(p)
         shares[losers[0]].append(1 - p)
-        return Standing(net, np.array([np.mean(s) for s in shares]))
+        up, down = (losers[0], winners[0]) if p < 0.5 else (winners[0], losers[0])
+        survival.out(down, rnd, up, p)  # no reset: the grand final decides
+        primary = net if self.rank_by == "net_wins" else survival.depths(champion=rnd + 1)
+        return Standing(primary, np.array([np.mean(s) for s in shares]))

@@ -4,6 +4,13 @@ remain; all of it repeated M times, points accumulating. Needs a group judge.
 
 A group the judge fails on has no winners (nobody advances, nobody scores). When G does not divide the field,
 the last group is smaller; if it has no more than K_win members they go on unjudged and score nothing.
+
+A repeat can show the judge a group it already judged (same members, same order), as often happens with small K:
+- paper rule, `fresh_repeats=True`: every repeat asks the judge again (Algorithm 1 calls J in every repeat), so a
+  stochastic judge's M verdicts are M samples and the calls are the §4.5 count;
+- our default, `fresh_repeats=False`: the arena's cache answers it. Free with a deterministic judge (the same
+  verdict either way, fewer calls); with a sampling judge it makes the repeats' verdicts correlated.
+`MultiRound(2, 1, 1, 4, fresh_repeats=True)`.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ class MultiRound:
     k_final: int = 1
     repeats: int = 1  # M
     omega: tuple[float, ...] = (1.0,)  # points per winner in round t (the last value repeats)
+    fresh_repeats: bool = False  # True: the paper's rule, every repeat asks the judge again (module docstring)
     name: str = "multi_round"
 
     def __post_init__(self):
@@ -52,7 +60,8 @@ class MultiRound:
                 if not judged:
                     break
                 passed = [c for g in groups if len(g) <= self.k_win for c in g]
-                winners = yield GroupRound(judged, self.k_win, f"repeat{m}/round{t}")
+                winners = yield GroupRound(judged, self.k_win, f"repeat{m}/round{t}",
+                                           cache_tag=m if self.fresh_repeats else 0)
                 omega = self.omega[min(t, len(self.omega) - 1)]
                 active = passed
                 for won in winners:

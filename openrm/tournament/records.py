@@ -27,11 +27,13 @@ class PairRound:
 @dataclass(frozen=True)
 class GroupRound:
     """Disjoint groups judged at once; the topology receives the winners (candidate indices) of each group,
-    an empty tuple where the judge failed."""
+    an empty tuple where the judge failed. The arena caches a verdict per (group, members in order, k, `cache_tag`):
+    a topology that must ask the judge again about a group it showed before gives the request a new tag."""
 
     groups: tuple[tuple[int, ...], ...]
     k: int
     phase: str
+    cache_tag: int = 0
 
 
 @dataclass(frozen=True)

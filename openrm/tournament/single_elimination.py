@@ -1,9 +1,15 @@
 """Seeded single elimination (ArenaRL §4.3): anchor matches seed the field (K-1 matches), then a 1-vs-N bracket
-(K-1 matches; byes for the top seeds when K is not a power of two).
+(K-1 matches; byes for the top seeds when K is not a power of two). `SeededSingleElimination(rank_by="depth")`.
 
-Ranking is by depth, then by the mean share over all of a candidate's matches. Depth is counted as soft net wins
-(a win +1, a loss -1, a tie 0; a bye earns what its holder's seeding match earned, never below 0), so a tie or a
-judge failure moves nobody; in a tied match the higher seed goes on, which only keeps the bracket going.
+Ranking, then the mean share over all of a candidate's matches (seeding included) within equal standings:
+- paper rule, `rank_by="depth"`: the round a candidate goes out in (ArenaRL: "depth of survival"). A bye survives
+  its round, so a bye holder out in round 1 is level with a round-0 winner out in round 1; the champion is one
+  round deeper than the final's loser. One who goes out on a tie shares the depth of the one who went on.
+- our default, `rank_by="net_wins"`: soft net wins (a win +1, a loss -1, a share p scores 2p-1; a bye earns what
+  its holder's seeding match earned, never below 0). A narrow win counts less than a clear one, so a close
+  first-round loser can rank above the final's loser; it is today's rule and tested that way.
+In a tied match (or a judge failure) the higher seed goes on, under both rules, only to keep the bracket going: the
+paper is silent on ties, and neither rule lets a tie decide a standing (net: 0 each; depth: shared).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from openrm.tournament.anchor import anchor_scores
+from openrm.tournament.depth import RankBy, Survival, check_rank_by
 from openrm.tournament.records import PairRound, Standing
 
 
@@ -37,7 +44,11 @@ def seed_order(scores: np.ndarray, rng: np.random.Generator) -> list[int]:
 @dataclass(frozen=True)
 class SeededSingleElimination:
     anchor: int = 0
+    rank_by: RankBy = "net_wins"  # "depth": the paper's rule (see the module docstring)
     name: str = "seeded_single_elimination"
+
+    def __post_init__(self):
+        check_rank_by(self.rank_by)
 
     def matches(self, k: int) -> int:
         return 2 * (k - 1) if k > 1 else 0
@@ -52,6 +63,7 @@ class SeededSingleElimination:
         net = np.zeros(k)
         shares: list[list[float]] = [[float(seeding[i])] for i in range(k)]
         rank_of = {c: r for r, c in enumerate(seeds)}
+        survival = Survival(k)
         rnd = 0
         while len(slots) > 1:
             pairs, nxt = [], []
@@ -73,7 +85,10 @@ class SeededSingleElimination:
                     net[lo] -= 2 * (p - 0.5)
                     shares[hi].append(p)
                     shares[lo].append(1 - p)
-                    nxt[n] = lo if p < 0.5 else hi
+                    won, lost = (lo, hi) if p < 0.5 else (hi, lo)
+                    nxt[n] = won
+                    survival.out(lost, rnd, won, p)
             slots = nxt
             rnd += 1
-        return Standing(net, np.array([np.mean(s) for s in shares]))
+        primary = net if self.rank_by == "net_wins" else survival.depths(champion=rnd)
+        return Standing(primary, np.array([np.mean(s) for s in shares]))

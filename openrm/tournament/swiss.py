@@ -1,24 +1,35 @@
 """Swiss system (ArenaRL §4.5): ceil(log2 K) rounds of floor(K/2) matches; each round pairs candidates with equal
-(or the nearest) points, avoiding rematches where it can. A bye is worth half a point (a tie, not a free win).
+(or the nearest) points, avoiding rematches where it can. A bye is worth half a point (a tie, not a free win; the
+paper is silent on byes). `Swiss(buchholz="sum")`.
 
-Ranking: points (soft wins), then Buchholz taken as the mean final points of a candidate's opponents (a mean, so
-a bye holder is not penalised for meeting one opponent fewer).
+Ranking: points (soft wins: a tie is half a win), then Buchholz over a candidate's opponents' final points:
+- paper rule, `buchholz="sum"` (ArenaRL: "the sum of wins achieved by a trajectory's past opponents");
+- our default, `buchholz="mean"`: a bye holder met one opponent fewer, and a sum would count that against it.
+With an even K everyone meets the same number of opponents and the two rank alike; they differ only with byes.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
 from openrm.tournament.records import PairRound, Standing
 
+Buchholz = Literal["mean", "sum"]
+
 
 @dataclass(frozen=True)
 class Swiss:
     rounds: int | None = None  # None: ceil(log2 K)
+    buchholz: Buchholz = "mean"  # "sum": the paper's rule (see the module docstring)
     name: str = "swiss"
+
+    def __post_init__(self):
+        if self.buchholz not in get_args(Buchholz):
+            raise ValueError(f"buchholz must be one of {get_args(Buchholz)}, got {self.buchholz!r}")
 
     def n_rounds(self, k: int) -> int:
         return self.rounds if self.rounds is not None else (math.ceil(math.log2(k)) if k > 1 else 0)
@@ -50,5 +61,6 @@ class Swiss:
                 points[b] += 1 - p
                 opponents[a].append(b)
                 opponents[b].append(a)
-        buchholz = np.array([np.mean(points[o]) if o else 0.0 for o in opponents])
+        reduce = np.mean if self.buchholz == "mean" else np.sum
+        buchholz = np.array([reduce(points[o]) if o else 0.0 for o in opponents])
         return Standing(points, buchholz)
