@@ -31,14 +31,16 @@ def prediction_of(verdict: Any) -> str:
 
 
 class VerdictStore:
-    """Append-only JSONL of per-example verdict records, keyed by example id.
+    """Append-only JSONL of per-example verdict records, keyed by example id (or by the tuple of the `key` fields,
+    e.g. ("topology", "id") for best-of-N picks).
 
     Opening it reads what is there; a last line cut short by a killed run is dropped (and truncated away) so the
     example is judged again. Any other unreadable line is an error: it means the file is not ours."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, key: str | tuple[str, ...] = "id"):
         self.path = Path(path)
-        self.records: dict[str, dict[str, Any]] = {}
+        self.key = key
+        self.records: dict[Any, dict[str, Any]] = {}
         self._lock = threading.Lock()
         if self.path.exists():
             self._load()
@@ -55,17 +57,21 @@ class VerdictStore:
                 continue
             try:
                 record = json.loads(line)
-                if not isinstance(record, dict) or "id" not in record:
+                fields = (self.key,) if isinstance(self.key, str) else self.key
+                if not isinstance(record, dict) or any(f not in record for f in fields):
                     raise ValueError("not a verdict record")
             except ValueError as exc:
                 raise ValueError(f"{self.path}:{n}: unreadable verdict record ({exc}); move the file away or "
                                  "pick another --out") from None
-            if record["id"] in self.records:
-                raise ValueError(f"{self.path}:{n}: example {record['id']!r} appears twice")
-            self.records[record["id"]] = record
+            if self.key_of(record) in self.records:
+                raise ValueError(f"{self.path}:{n}: example {self.key_of(record)!r} appears twice")
+            self.records[self.key_of(record)] = record
 
-    def __contains__(self, example_id: str) -> bool:
-        return example_id in self.records
+    def key_of(self, record: dict[str, Any]) -> Any:
+        return record[self.key] if isinstance(self.key, str) else tuple(record[f] for f in self.key)
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self.records
 
     def __len__(self) -> int:
         return len(self.records)
@@ -73,7 +79,7 @@ class VerdictStore:
     def add(self, records: Sequence[dict[str, Any]]) -> None:
         """Append and fsync, so a finished chunk survives a kill."""
         with self._lock:
-            fresh = [r for r in records if r["id"] not in self.records]
+            fresh = [r for r in records if self.key_of(r) not in self.records]
             if not fresh:
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +87,7 @@ class VerdictStore:
                 f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in fresh))
                 f.flush()
                 os.fsync(f.fileno())
-            self.records.update((r["id"], r) for r in fresh)
+            self.records.update((self.key_of(r), r) for r in fresh)
 
 
 @dataclass
