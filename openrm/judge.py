@@ -232,17 +232,18 @@ class Judge:
 
     @classmethod
     def from_server(cls, base_url: str, model: str, tokenizer_path: str | os.PathLike,
-                    retrievers: Mapping[str, Any] | None = None, api_key: str | None = None,
+                    retrievers: Mapping[str, Any] | None = None, api_key: str | None = None, concurrency: int = 8,
                     **options: Any) -> Judge:
         """A judge served by vLLM's OpenAI-compatible API (`base_url` like `http://host:8000/v1`). Token ids are
-        exchanged, so the tokenizer is read locally from `tokenizer_path` (the exported folder; its card applies)."""
+        exchanged, so the tokenizer is read locally from `tokenizer_path` (the exported folder; its card applies).
+        `concurrency`: requests of `batch_size` prompts in flight at once."""
         from transformers import AutoTokenizer
 
         from openrm.generation import OpenAIGenerator
 
         card, batch_size = _settings(tokenizer_path, options)
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
-        generator = OpenAIGenerator(base_url, model, api_key=api_key, batch_size=batch_size)
+        generator = OpenAIGenerator(base_url, model, api_key=api_key, batch_size=batch_size, concurrency=concurrency)
         context = _context_length(tokenizer_path, tokenizer, card)
         return cls._assemble(generator, tokenizer, card, retrievers, batch_size, context)
 

@@ -14,6 +14,11 @@ not: a wrong `group_size`, or a sampler that does not group), plays group g on p
 work is shared, each group is judged exactly once and always whole), all-gathers the per-group rewards and returns
 this process's slice. Group g of a step is seeded from (arena seed, trainer global step, g), whichever process
 plays it, so the rewards do not depend on the number of processes.
+
+Adaptive routing (Reasoning Arena): with a `verifier` (a function of completion text and the row's `answer` column),
+a group whose verifier rewards differ keeps them and is never judged; only the groups where they all agree (no
+gradient) go to the tournament. A greedy anchor (ArenaRL): the rollout marks each group's greedy completion in an
+`anchor` column; `anchor_position` checks it sits where the topology expects it.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from openrm.reward import completion_text
 from openrm.tournament.arena import Arena, Group, Topology
 from openrm.tournament.collective import AccelerateCollective, Collective
 from openrm.tournament.records import TournamentResult
+from openrm.tournament.routing import is_diverse
 from openrm.tournament.shaping import SHAPINGS
 
 logger = logging.getLogger(__name__)
@@ -45,6 +51,8 @@ class _Row:
     prompt_id: str
     question: str
     text: str
+    answer: Any = None  # the dataset's gold answer, for a verifier
+    anchor: bool = False  # the rollout's greedy completion of its group
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,7 @@ class _Outcome:
     ties: int
     failures: int
     crashed: bool
+    routed: bool = True  # False: a verifier separated the group, no judge was asked
 
 
 def text_hash(text: str) -> str:
@@ -74,10 +83,15 @@ class TournamentReward:
     """`group_size`: completions per prompt (GRPOConfig.num_generations). `shaping`: a name in `SHAPINGS` or a
     function of a `TournamentResult`. `match_log`: a JSONL path; each process appends to `<stem>.rank<r>.jsonl` one
     record per group it played. A dataset column `question` is what the judge is asked about (else the prompt's
-    text), `id` names the prompt in the log (else a hash of the question)."""
+    text), `id` names the prompt in the log (else a hash of the question), `answer` is the verifier's gold.
+    `verifier`: (completion text, gold answer) -> reward; routes only zero-variance groups to the tournament.
+    `anchor_position`: the index in each group that the rollout's greedy anchor must hold (checked per step)."""
 
     def __init__(self, topology: Topology, arena: Arena, group_size: int, shaping: str | Shaping = "rank_z",
-                 match_log: str | None = None, collective: Collective | None = None, name: str | None = None):
+                 match_log: str | None = None, collective: Collective | None = None, name: str | None = None,
+                 verifier: Callable[[str, Any], float] | None = None, anchor_position: int | None = None):
+        if anchor_position is not None and not 0 <= anchor_position < group_size:
+            raise ValueError(f"anchor_position {anchor_position} is outside a group of {group_size}")
         if group_size < 2:
             raise ValueError(f"a tournament needs groups of at least 2 completions, got group_size={group_size}")
         if isinstance(shaping, str) and shaping not in SHAPINGS:
@@ -85,6 +99,7 @@ class TournamentReward:
         self.topology, self.arena, self.group_size = topology, arena, group_size
         self.shaping: Shaping = SHAPINGS[shaping] if isinstance(shaping, str) else shaping
         self.match_log, self._collective = match_log, collective
+        self.verifier, self.anchor_position = verifier, anchor_position
         self.__name__ = name or f"tournament_{topology.name}"
 
     @property
@@ -99,17 +114,23 @@ class TournamentReward:
         if not len(prompts) == len(completions) == len(questions) == len(ids):
             raise ValueError(f"{len(prompts)} prompts, {len(completions)} completions, {len(questions)} questions "
                              f"and {len(ids)} ids: one of each per completion expected")
-        local = [_Row(str(i), str(q), completion_text(c)) for i, q, c in zip(ids, questions, completions, strict=True)]
+        answers = kwargs.get("answer") or [None] * len(questions)
+        anchors = kwargs.get("anchor") or [False] * len(questions)
+        if self.verifier is not None and len(answers) != len(questions):
+            raise ValueError(f"{len(answers)} gold answers for {len(questions)} completions")
+        local = [_Row(str(i), str(q), completion_text(c), a, bool(f))
+                 for i, q, c, a, f in zip(ids, questions, completions, answers, anchors, strict=True)]
         comm = self.collective
         per_rank = comm.all_gather(local)
         rows = [r for part in per_rank for r in part]
         offset = sum(len(part) for part in per_rank[:comm.rank])
         groups = self._groups(rows)
+        golds = [[r.answer for r in rows[g * self.group_size:(g + 1) * self.group_size]] for g in range(len(groups))]
         state = kwargs.get("trainer_state")
         step = int(getattr(state, "global_step", 0) or 0)
         mine = [g for g in range(len(groups)) if g % comm.world_size == comm.rank]
         started = time.perf_counter()
-        outcomes = self._play([groups[g] for g in mine], step)
+        outcomes = self._play([groups[g] for g in mine], [golds[g] for g in mine], step)
         seconds = time.perf_counter() - started
         gathered = comm.all_gather((outcomes, seconds))
         rewards = np.full(len(rows), np.nan)
@@ -135,10 +156,34 @@ class TournamentReward:
                     f"completions {g * g_size}..{(g + 1) * g_size - 1} of the generation batch should be one prompt's "
                     f"group but come from {len({r.prompt_id for r in members})} prompts: the tournament needs TRL's "
                     f"RepeatSampler layout (each prompt's group consecutive) and group_size = num_generations")
+            if self.anchor_position is not None:
+                flags = [r.anchor for r in members]
+                if flags != [n == self.anchor_position for n in range(g_size)]:
+                    raise ValueError(f"group {g}'s greedy anchor flags are {flags}: the topology expects exactly one "
+                                     f"anchor at position {self.anchor_position} (is the greedy-anchor rollout on, "
+                                     f"and group_size = num_generations?)")
             groups.append(Group(members[0].question, tuple(r.text for r in members), g))
         return groups
 
-    def _play(self, groups: list[Group], step: int) -> list[_Outcome]:
+    def _play(self, groups: list[Group], golds: list[list[Any]], step: int) -> list[_Outcome]:
+        if self.verifier is None or not groups:
+            return self._tournament(groups, step)
+        verified = {g.group_id: [self._verify(text, gold) for text, gold in zip(g.candidates, gs, strict=True)]
+                    for g, gs in zip(groups, golds, strict=True)}
+        routed = [g for g in groups if not is_diverse(verified[g.group_id])]
+        judged = {o.group: o for o in self._tournament(routed, step)}
+        return [judged.get(g.group_id) or _Outcome(g.group_id, tuple(verified[g.group_id]), 0, 0, 0, 0, False, False)
+                for g in groups]
+
+    def _verify(self, text: str, gold: Any) -> float:
+        try:
+            value = float(self.verifier(text, gold))
+        except Exception:  # a verifier bug on one completion must not stop the step
+            logger.exception("verifier failed on a completion: scored 0")
+            return 0.0
+        return value if np.isfinite(value) else 0.0
+
+    def _tournament(self, groups: list[Group], step: int) -> list[_Outcome]:
         if not groups:
             return []
         self.arena.clear_cache()  # a step can be scored twice (evaluation): never reuse another batch's verdicts
@@ -195,6 +240,8 @@ class TournamentReward:
             "tournament/judge_seconds": seconds,  # the slowest process's wall time in the judge
             "tournament/reward_spread": float(np.mean([np.ptp(o.rewards) for o in outcomes])),
         }
+        if self.verifier is not None:
+            metrics["tournament/routed_share"] = sum(o.routed for o in outcomes) / max(len(outcomes), 1)
         logger.debug("tournament rewards: %s", metrics)
         if log_metric is not None:
             for name, value in metrics.items():

@@ -1,0 +1,94 @@
+"""The match judges a tournament can use, built from a few settings (train/grpo_policy.py's YAML, the flags of
+eval.head_to_head): the exported openrm judge (local checkpoint, in-process vLLM, or an OpenAI-compatible server),
+the toy-world oracle, and a group judge for multi-round tournaments (pairwise-built, or rubric-guided over a chat
+server).
+
+    spec = MatchJudgeSpec(kind="openrm", path="judges/openrm-7b", retrievers={"wiki": "indexes/wiki"})
+    pairwise = build_pairwise(spec, rows)              # rows: the prompt rows (the toy oracle reads their facts)
+    group = build_group(spec, pairwise)                # None unless the topology needs one
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+PAIRWISE_KINDS = ("toy-oracle", "openrm", "openrm-vllm", "openrm-server")
+GROUP_KINDS = ("pairwise", "rubric")
+
+
+@dataclass(frozen=True)
+class MatchJudgeSpec:
+    """`kind`: one of PAIRWISE_KINDS. `path`: the exported judge folder (for openrm-server, where its tokenizer and
+    card are read). `server` / `model`: the OpenAI-compatible endpoint (`http://host:8000/v1`) and served name.
+    `retrievers`: corpus -> index folder or retrieval server URL (none: the judge's no-tool prompt).
+    `group`: how multi-round tournaments pick winners: "pairwise" (every pair inside the group, by the pairwise
+    judge) or "rubric" (`RubricGroupJudge` over `group_server` / `group_model`)."""
+
+    kind: str = "toy-oracle"
+    path: str = ""
+    server: str = ""
+    model: str = ""
+    retrievers: Mapping[str, str] = field(default_factory=dict)
+    device: str = "cpu"
+    batch_size: int = 64  # judge rollouts per generate call (two per pair)
+    concurrency: int = 8  # requests in flight to a server
+    world_seed: int = 0  # toy-oracle: the world the prompts come from
+    group: str = "pairwise"
+    group_server: str = ""
+    group_model: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in PAIRWISE_KINDS:
+            raise ValueError(f"judge kind must be one of {PAIRWISE_KINDS}, got {self.kind!r}")
+        if self.group not in GROUP_KINDS:
+            raise ValueError(f"group judge must be one of {GROUP_KINDS}, got {self.group!r}")
+        if self.kind in ("openrm", "openrm-vllm", "openrm-server") and not self.path:
+            raise ValueError(f"judge kind {self.kind!r} needs the exported judge folder (path)")
+        if self.kind == "openrm-server" and not (self.server and self.model):
+            raise ValueError("judge kind 'openrm-server' needs server (http://host:port/v1) and model")
+        if self.group == "rubric" and not (self.group_server and self.group_model):
+            raise ValueError("the rubric group judge needs group_server and group_model")
+        if self.batch_size < 1 or self.concurrency < 1:
+            raise ValueError("batch_size and concurrency must be >= 1")
+
+
+def build_pairwise(spec: MatchJudgeSpec, rows: Sequence[Mapping[str, Any]] = ()):
+    """The pairwise match judge of `spec`. The toy oracle is keyed by `rows` (policy prompt rows with `meta`)."""
+    from openrm.tournament.judges import JudgePairwise
+
+    if spec.kind == "toy-oracle":
+        from openrm.toyworld import ToyWorld
+        from openrm.tournament.toy_oracle import ToyOracle
+
+        if not rows:
+            raise ValueError("the toy oracle needs the prompt rows it judges (their meta holds the facts)")
+        return ToyOracle.from_rows(ToyWorld(spec.world_seed), rows)
+    from openrm.judge import Judge
+
+    retrievers = dict(spec.retrievers) or None
+    if spec.kind == "openrm":
+        judge = Judge.from_pretrained(spec.path, retrievers, device=spec.device, batch_size=spec.batch_size)
+    elif spec.kind == "openrm-vllm":
+        judge = Judge.from_vllm(spec.path, retrievers, batch_size=spec.batch_size)
+    else:
+        judge = Judge.from_server(spec.server, spec.model, spec.path, retrievers, batch_size=spec.batch_size,
+                                  concurrency=spec.concurrency)
+    logger.info("match judge: %s from %s (%s)", spec.kind, spec.path,
+                f"tools over {sorted(spec.retrievers)}" if retrievers else "no tools")
+    return JudgePairwise(judge)
+
+
+def build_group(spec: MatchJudgeSpec, pairwise: Any):
+    """The group judge of `spec` (multi-round tournaments)."""
+    if spec.group == "rubric":
+        from openrm.tournament.rubric_judge import RubricGroupJudge
+
+        return RubricGroupJudge(spec.group_server, spec.group_model, max_concurrency=spec.concurrency)
+    from openrm.tournament.judges import PairwiseGroupJudge
+
+    return PairwiseGroupJudge(pairwise)

@@ -1,0 +1,178 @@
+"""GRPO of a policy whose reward is a tournament among each prompt's completions, played by a match judge
+(Tournament-GRPO, ArenaRL, Reasoning Arena), on TRL's GRPOTrainer.
+
+    accelerate launch train/grpo_policy.py --config configs/grpo_policy/tournament_grpo.yaml
+    python train/grpo_policy.py --config configs/grpo_policy/tiny_cpu.yaml      # the toy world, on a laptop CPU
+
+Reads top to bottom: arguments → data → match judge → topology and arena → rewards → trainer → train → save.
+The reward is `openrm.tournament.TournamentReward`: it gathers every process's completions so that each group is
+judged whole and exactly once, seeds group g of step s from (seed, s, g), logs `tournament/*` (judge calls, ties,
+failures, judge seconds, reward spread) and appends every match to `<match_log>.rank<r>.jsonl`. A failed or
+nonsensical verdict is a logged tie; a judge that crashes gives that step's groups equal rewards, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):  # `accelerate launch train/grpo_policy.py` runs this file as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from openrm.tournament import SHAPINGS, TOPOLOGIES  # noqa: E402
+from openrm.tournament.match_judge import GROUP_KINDS, PAIRWISE_KINDS, MatchJudgeSpec  # noqa: E402
+from plumbing.arguments import Collect  # noqa: E402
+from retrieval.retriever import parse_locations  # noqa: E402
+
+logger = logging.getLogger("openrm.grpo_policy")
+RUN_FILE = "policy_run.json"  # what this run trained with, beside the model
+VERIFIERS = ("", "answer_match")
+
+
+@dataclass
+class PolicyArguments:
+    dataset: str = field(metadata={"help": "Prompt rows (JSONL or an HF save_to_disk folder): prompt (string or "
+                                           "chat messages), question (what the judge is asked about; else the "
+                                           "prompt), id, and answer for a verifier; the toy oracle reads meta."})
+    dataset_split: str = field(default="train", metadata={"help": "Split to train on when `dataset` has splits."})
+    max_examples: int = field(default=0, metadata={"help": "Train on the first N prompts only (0 = all)."})
+    judge: str = field(default="toy-oracle", metadata={"help": f"Match judge: one of {PAIRWISE_KINDS}."})
+    judge_path: str = field(default="", metadata={"help": "Exported openrm judge folder (its tokenizer and card)."})
+    judge_server: str = field(default="", metadata={"help": "OpenAI-compatible URL of a served judge "
+                                                            "(http://host:8000/v1; judge openrm-server)."})
+    judge_model: str = field(default="", metadata={"help": "Model name the judge server serves."})
+    judge_device: str = field(default="cpu", metadata={"help": "Device of a local judge checkpoint."})
+    judge_batch_size: int = field(default=64, metadata={"help": "Judge rollouts per generate call."})
+    judge_concurrency: int = field(default=8, metadata={"help": "Judge requests in flight to a server."})
+    retrievers: list[str] = field(default_factory=list, metadata={
+        "help": "CORPUS=LOCATION for the judge's search tools (none: its no-tool prompt).", "action": Collect})
+    world_seed: int = field(default=0, metadata={"help": "Toy oracle: the world the prompts come from."})
+    group_judge: str = field(default="pairwise", metadata={"help": f"Multi-round group judge: one of {GROUP_KINDS}."})
+    group_server: str = field(default="", metadata={"help": "Rubric group judge's chat server URL."})
+    group_model: str = field(default="", metadata={"help": "Rubric group judge's model name."})
+    topology: str = field(default="round_robin", metadata={"help": f"One of {sorted(TOPOLOGIES)}."})
+    topology_options: dict | str = field(default_factory=dict, metadata={
+        "help": "Keyword arguments of the topology (JSON on the command line), e.g. multi_round's group_size, "
+                "k_win, k_final, repeats."})
+    greedy_anchor: bool = field(default=False, metadata={
+        "help": "Decode each group's first completion greedily (ArenaRL's quality anchor, at index 0)."})
+    orders: str = field(default="both", metadata={"help": "Presentation orders of a one-order judge: both, "
+                                                          "random (one, seeded) or given."})
+    shaping: str = field(default="rank_z", metadata={"help": f"Standings -> rewards: one of {sorted(SHAPINGS)}."})
+    verifier: str = field(default="", metadata={
+        "help": "Adaptive routing (Reasoning Arena): 'answer_match' scores each completion against the answer "
+                "column and only groups where it cannot separate go to the tournament; '' = tournament always."})
+    format_pattern: str = field(default="", metadata={
+        "help": "Regex a completion must match whole for the format reward (Tournament-GRPO's r_fmt; '' = none)."})
+    match_log: str = field(default="", metadata={"help": "JSONL match log; each process appends "
+                                                         "<stem>.rank<r>.jsonl ('' = <output_dir>/matches.jsonl)."})
+
+    def __post_init__(self):
+        if isinstance(self.topology_options, str):
+            try:
+                self.topology_options = json.loads(self.topology_options or "{}")
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"topology_options must be a JSON object: {exc}") from exc
+        if not isinstance(self.topology_options, dict):
+            raise ValueError(f"topology_options must be a mapping, got {self.topology_options!r}")
+        if self.topology not in TOPOLOGIES:
+            raise ValueError(f"unknown topology {self.topology!r}; choose one of {sorted(TOPOLOGIES)}")
+        if self.shaping not in SHAPINGS or self.verifier not in VERIFIERS or self.max_examples < 0:
+            raise ValueError(f"shaping must be one of {sorted(SHAPINGS)}, verifier one of {VERIFIERS}, "
+                             f"max_examples >= 0")
+        self.judge_spec = MatchJudgeSpec(
+            kind=self.judge, path=self.judge_path, server=self.judge_server, model=self.judge_model,
+            retrievers=parse_locations(self.retrievers) if self.retrievers else {}, device=self.judge_device,
+            batch_size=self.judge_batch_size, concurrency=self.judge_concurrency, world_seed=self.world_seed,
+            group=self.group_judge, group_server=self.group_server, group_model=self.group_model)
+        self.topology_obj = make_topology(self.topology, self.topology_options)
+        if self.greedy_anchor and getattr(self.topology_obj, "anchor", 0) != 0:
+            raise ValueError("the greedy anchor is each group's first completion: set the topology's anchor to 0")
+
+
+def make_topology(name: str, options: dict):
+    cls = TOPOLOGIES[name]
+    unknown = sorted(set(options) - set(cls.__dataclass_fields__) - {"name"})
+    if unknown or "name" in options:
+        raise ValueError(f"{name} takes {sorted(set(cls.__dataclass_fields__) - {'name'})}, not {unknown or ['name']}")
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in options.items()})
+
+
+def load_rows(path: str, split: str, limit: int):
+    from datasets import load_dataset, load_from_disk
+
+    p = Path(path)
+    if p.is_dir():
+        data = load_from_disk(str(p))
+        data = data[split] if hasattr(data, "keys") else data
+    elif p.is_file():
+        data = load_dataset("json", data_files=str(p), split="train")
+    else:
+        raise FileNotFoundError(f"{path}: no such prompt file or dataset folder")
+    if "prompt" not in data.column_names:
+        raise ValueError(f"{path}: prompt rows need a 'prompt' column (has {data.column_names})")
+    return data.select(range(min(limit, len(data)))) if limit else data
+
+
+def build_trainer(script_args: PolicyArguments, training_args, model_args):
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer, get_peft_config
+
+    from openrm.tournament import Arena, TournamentReward
+    from openrm.tournament.greedy_anchor import make_greedy_anchor_rollout
+    from openrm.tournament.match_judge import build_group, build_pairwise
+    from openrm.tournament.verifiers import AnswerMatch, FormatReward
+
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    train_dataset = load_rows(script_args.dataset, script_args.dataset_split, script_args.max_examples)
+    logger.info("training on %d prompts from %s", len(train_dataset), script_args.dataset)
+
+    spec, topology = script_args.judge_spec, script_args.topology_obj
+    pairwise = build_pairwise(spec, train_dataset.to_list() if spec.kind == "toy-oracle" else ())
+    group = build_group(spec, pairwise) if topology.name == "multi_round" else None
+    arena = Arena(pairwise=pairwise, group=group, orders=script_args.orders, seed=training_args.seed)
+    reward = TournamentReward(
+        topology, arena, group_size=training_args.num_generations, shaping=script_args.shaping,
+        match_log=script_args.match_log or str(Path(training_args.output_dir) / "matches.jsonl"),
+        verifier=AnswerMatch() if script_args.verifier == "answer_match" else None,
+        anchor_position=0 if script_args.greedy_anchor else None)
+    reward_funcs = [reward]
+    if script_args.format_pattern:
+        reward_funcs.append(FormatReward(script_args.format_pattern))
+    rollout_func = make_greedy_anchor_rollout(training_args.num_generations) if script_args.greedy_anchor else None
+
+    training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
+    return GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=reward_funcs, args=training_args,
+                       train_dataset=train_dataset, processing_class=tokenizer,
+                       peft_config=get_peft_config(model_args), rollout_func=rollout_func)
+
+
+def main(script_args: PolicyArguments, training_args, model_args):
+    trainer = build_trainer(script_args, training_args, model_args)
+    resume = training_args.resume_from_checkpoint
+    trainer.train(resume_from_checkpoint=True if resume in ("true", "last") else resume)
+    trainer.save_model(training_args.output_dir)
+    trainer.save_state()  # trainer_state.json: the curves, tournament/* included
+    if trainer.accelerator.is_main_process:
+        settings = {k: v for k, v in asdict(script_args).items()}
+        run = {"base_model": model_args.model_name_or_path, "global_step": trainer.state.global_step,
+               "num_generations": training_args.num_generations, "seed": training_args.seed, "policy": settings}
+        Path(training_args.output_dir, RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+        logger.info("saved the policy to %s after %d steps", training_args.output_dir, trainer.state.global_step)
+    return trainer
+
+
+def parse(argv: list[str] | None = None):
+    from trl import GRPOConfig, ModelConfig, TrlParser
+
+    return TrlParser((PolicyArguments, GRPOConfig, ModelConfig)).parse_args_and_config(args=argv)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    main(*parse())

@@ -1,0 +1,192 @@
+"""A policy trained on judge tournaments, end to end on a laptop CPU in minutes, offline: the toy policy task
+(openrm/toy_policy.py) → a tiny policy → a noisy SFT warm-up → GRPO on tournament rewards with
+configs/grpo_policy/tiny_cpu.yaml (toy-oracle match judge) → the trained policy against its step-0 self on the
+GRPO prompts and on held-out prompts → a table.
+
+    python -m train.policy_quickstart --out runs/policy
+    python -m train.policy_quickstart --out runs/policy-ssel --grpo_args '--topology seeded_single_elimination'
+
+A rerun reuses every finished stage and resumes an interrupted GRPO run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import shlex
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from openrm.tiny import CARD_NAME, TinyConfig
+from openrm.tiny import build as build_tiny
+from openrm.toy_policy import FORMAT_PATTERN, PARTS, ToyPolicyTask
+from openrm.toyworld import ToyWorld
+
+logger = logging.getLogger("openrm.policy_quickstart")
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "configs/grpo_policy/tiny_cpu.yaml"
+STAGES = 5
+
+
+@dataclass
+class PolicyQuickstartArguments:
+    out: str = field(default="runs/policy", metadata={"help": "Folder for every artefact of the run."})
+    seed: int = field(default=0, metadata={"help": "Seed of the toy world, the tiny policy and the warm-up."})
+    n_questions: int = field(default=128, metadata={"help": "Distinct questions (half GRPO, half held out)."})
+    samples_per_question: int = field(default=40, metadata={"help": "Warm-up answers per question."})
+    hidden_size: int = field(default=64, metadata={"help": "Width of the tiny policy."})
+    num_layers: int = field(default=2, metadata={"help": "Depth of the tiny policy."})
+    sft_steps: int = field(default=400, metadata={"help": "Warm-up steps (batch 64)."})
+    sft_learning_rate: float = field(default=5e-3, metadata={"help": "Peak warm-up learning rate (cosine)."})
+    grpo_steps: int = field(default=40, metadata={"help": "GRPO steps (configs/grpo_policy/tiny_cpu.yaml)."})
+    grpo_seed: int = field(default=0, metadata={"help": "Seed of the GRPO run (sampling and tournaments)."})
+    grpo_args: str = field(default="", metadata={"help": "More train/grpo_policy.py flags, e.g. "
+                                                         "'--topology anchor --greedy_anchor true'."})
+    eval_samples: int = field(default=4, metadata={"help": "Answers per prompt and policy in the head-to-head."})
+
+    def __post_init__(self) -> None:
+        if min(self.n_questions, self.samples_per_question, self.sft_steps, self.grpo_steps, self.eval_samples) < 1:
+            raise ValueError("n_questions, samples_per_question, sft_steps, grpo_steps and eval_samples must be >= 1")
+
+    def tiny_config(self) -> TinyConfig:
+        heads = max(self.hidden_size // 16, 2)
+        return TinyConfig(seed=self.seed, world_seed=self.seed, tokenizer="words", vocab_size=1024,
+                          hidden_size=self.hidden_size, intermediate_size=2 * self.hidden_size,
+                          num_layers=self.num_layers, num_heads=heads, num_kv_heads=heads // 2)
+
+
+def stage(n: int, message: str, *args) -> None:
+    logger.info(f"[{n}/{STAGES}] {message}", *args)
+
+
+def write_task(task: ToyPolicyTask, out: Path, samples: int, seed: int) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    for part in PARTS:
+        with (out / f"{part}.jsonl").open("w", encoding="utf-8") as f:
+            for row in task.rows(part):
+                f.write(json.dumps(row) + "\n")
+    with (out / "sft.jsonl").open("w", encoding="utf-8") as f:
+        for record in task.sft_records(samples, random.Random(f"policy:sft:{seed}")):
+            f.write(json.dumps(record) + "\n")
+    return out
+
+
+def tiny_policy(out: Path, cfg: TinyConfig) -> Path:
+    card = out / CARD_NAME
+    if card.exists() and json.loads(card.read_text())["config"] == asdict(cfg):
+        stage(2, "reusing tiny policy at %s", out)
+        return out
+    stage(2, "building tiny policy at %s", out)
+    return build_tiny(out, cfg)
+
+
+def warm_up(base: Path, data: Path, out: Path, steps: int, learning_rate: float, seed: int) -> Path:
+    from train import sft_warmup
+
+    done, want = out / "warmup.json", {"base": str(base), "data": str(data), "steps": steps,
+                                       "learning_rate": learning_rate, "seed": seed}
+    if done.exists() and json.loads(done.read_text()) == want:
+        stage(3, "reusing warm-up at %s", out)
+        return out
+    stage(3, "noisy SFT warm-up of the policy (%d steps)", steps)
+    sft_warmup.main(*sft_warmup.parse([
+        "--dataset", str(data / "sft.jsonl"), "--model_name_or_path", str(base), "--output_dir", str(out),
+        "--max_steps", str(steps), "--per_device_train_batch_size", "64", "--learning_rate", str(learning_rate),
+        "--lr_scheduler_type", "cosine", "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "128",
+        "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
+        "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed), "--disable_tqdm", "true"]))
+    done.write_text(json.dumps(want) + "\n")
+    return out
+
+
+def grpo(model: Path, data: Path, out: Path, steps: int, seed: int, extra: list[str]) -> Path:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from train import grpo_policy
+
+    origin, start = out / "quickstart_origin.json", {"model": str(model), "seed": seed, "extra": extra}
+    if out.is_dir() and (not origin.exists() or json.loads(origin.read_text()) != start):
+        stage(4, "discarding %s: it started from another model or settings", out)
+        shutil.rmtree(out)
+    run = out / grpo_policy.RUN_FILE
+    if run.exists() and json.loads(run.read_text())["global_step"] >= steps:
+        stage(4, "reusing GRPO run at %s", out)
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    origin.write_text(json.dumps(start) + "\n")
+    last = get_last_checkpoint(str(out))
+    stage(4, "GRPO of the policy on tournament rewards, %d steps%s", steps, f" (resuming {last})" if last else "")
+    grpo_policy.main(*grpo_policy.parse([
+        "--config", str(CONFIG), "--model_name_or_path", str(model), "--dataset", str(data / "grpo.jsonl"),
+        "--output_dir", str(out), "--max_steps", str(steps), "--seed", str(seed), *extra,
+        *(["--resume_from_checkpoint", last] if last else [])]))
+    return out
+
+
+def answer_quality(task: ToyPolicyTask, rows: list[dict], answers: list[list[str]]) -> dict[str, float]:
+    """Share of sampled answers that state the truth (the oracle's agreement) and that keep the format."""
+    import re
+
+    from openrm.tournament.toy_oracle import ToyOracle
+
+    oracle, fmt = ToyOracle.from_rows(task.world, rows), re.compile(FORMAT_PATTERN)
+    flat = [(r["question"], a) for r, group in zip(rows, answers, strict=True) for a in group]
+    return {"truth": sum(oracle.agreements(q, a) == 1 for q, a in flat) / len(flat),
+            "format": sum(fmt.fullmatch(a) is not None for _, a in flat) / len(flat)}
+
+
+def main(args: PolicyQuickstartArguments) -> dict:
+    from eval.head_to_head import head_to_head, sample_answers
+    from openrm.tournament.toy_oracle import ToyOracle
+
+    out = Path(args.out)
+    task = ToyPolicyTask(ToyWorld(args.seed), args.n_questions)
+    stage(1, "toy policy task: %d GRPO / %d held-out questions, %d warm-up answers each, in %s",
+          len(task.rows("grpo")), len(task.rows("heldout")), args.samples_per_question, out / "data")
+    data = write_task(task, out / "data", args.samples_per_question, args.seed)
+    base = tiny_policy(out / "tiny-policy", args.tiny_config())
+    warm = warm_up(base, data, out / "warm", args.sft_steps, args.sft_learning_rate, args.seed)
+    run = grpo(warm, data, out / "grpo", args.grpo_steps, args.grpo_seed, shlex.split(args.grpo_args))
+    stage(5, "the trained policy against its step-0 self, %d sampled answers per prompt (T = 1)", args.eval_samples)
+    table = {}
+    for part in PARTS:
+        rows = task.rows(part)
+        prompts = [r["prompt"] for r in rows]
+        before = sample_answers(warm, prompts, args.eval_samples, 1.0, 24, seed=1000 + args.grpo_seed)
+        after = sample_answers(run, prompts, args.eval_samples, 1.0, 24, seed=2000 + args.grpo_seed)
+        h2h = head_to_head(ToyOracle.from_rows(task.world, rows), [r["question"] for r in rows], after, before,
+                           seed=args.grpo_seed)
+        table[part] = {"win_rate": h2h.win_rate, "ci": [h2h.ci_low, h2h.ci_high],
+                       "before": answer_quality(task, rows, before), "after": answer_quality(task, rows, after)}
+    lines = ["| prompts | win rate vs step 0 [95% CI] | truth before → after | format before → after |",
+             "|---|---|---|---|"]
+    for part, m in table.items():
+        lines.append(f"| {part} | {m['win_rate']:.3f} [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}] | "
+                     f"{m['before']['truth']:.3f} → {m['after']['truth']:.3f} | "
+                     f"{m['before']['format']:.3f} → {m['after']['format']:.3f} |")
+    (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+    logger.info("toy-oracle head-to-head (0.5 = no change):\n%s\n%s", "\n".join(lines), summary(table))
+    return table
+
+
+def summary(table: dict) -> str:
+    """What the table shows, in words that follow from its numbers (goal: win rate >= 0.65, i.e. +15 points)."""
+    parts = []
+    for part, m in table.items():
+        low, rate = m["ci"][0], m["win_rate"]
+        verdict = ("better than its step-0 self" if low > 0.5 else "worse than its step-0 self" if m["ci"][1] < 0.5
+                   else "not distinguishable from its step-0 self")
+        parts.append(f"on {part} prompts the policy is {verdict} (win rate {rate:.2f}; +15-point goal "
+                     f"{'met' if rate >= 0.65 else 'NOT met'})")
+    return "; ".join(parts) + "."
+
+
+if __name__ == "__main__":
+    from trl import TrlParser
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    (parsed_args,) = TrlParser(PolicyQuickstartArguments).parse_args_and_config()
+    main(parsed_args)
