@@ -20,8 +20,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from openrm.toyworld import ToyWorld
 from openrm.tournament.toy_oracle import toy_prompts
+from openrm.toyworld import ToyWorld
 
 SYSTEM = "Answer the question with <answer> and </answer> around the answer."
 FORMAT_PATTERN = r"<answer>[^<>]*</answer>"
@@ -36,7 +36,7 @@ def policy_messages(question: str) -> list[dict[str, str]]:
 
 class ToyPolicyTask:
     """`n_questions` distinct single-fact questions about training-split documents of `world`, split in two
-    halves by a hash of the question: "grpo" (trained on) and "heldout"."""
+    halves ordered by a hash of the question: "grpo" (trained on) and "heldout"."""
 
     def __init__(self, world: ToyWorld, n_questions: int = 128):
         if n_questions < 4:
@@ -49,10 +49,12 @@ class ToyPolicyTask:
         if len(seen) < n_questions:
             raise ValueError(f"world {world.seed} gave only {len(seen)} distinct single-fact training questions")
         self._rows = {part: [] for part in PARTS}
-        for question, row in seen.items():
-            part = PARTS[int(hashlib.sha256(question.encode()).hexdigest(), 16) % 2]
-            fact = row["meta"]["facts"][0]
-            self._rows[part].append({**row, "prompt": policy_messages(question), "answer": fact["value"]})
+        ranked = sorted(seen, key=lambda q: hashlib.sha256(q.encode()).hexdigest())  # stable, needs no seed
+        for n, question in enumerate(ranked):
+            row = seen[question]
+            part = PARTS[0] if n < len(ranked) // 2 else PARTS[1]
+            self._rows[part].append({**row, "prompt": policy_messages(question),
+                                     "answer": row["meta"]["facts"][0]["value"]})
         self._rivals = self._rival_values()
 
     def rows(self, part: str) -> list[dict[str, Any]]:

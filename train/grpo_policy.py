@@ -132,8 +132,11 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     logger.info("training on %d prompts from %s", len(train_dataset), script_args.dataset)
 
     spec, topology = script_args.judge_spec, script_args.topology_obj
-    pairwise = build_pairwise(spec, train_dataset.to_list() if spec.kind == "toy-oracle" else ())
-    group = build_group(spec, pairwise) if topology.name == "multi_round" else None
+    group_rounds = topology.name == "multi_round"
+    pairwise = None  # a multi-round tournament with the rubric group judge needs no pairwise judge
+    if not group_rounds or spec.group == "pairwise":
+        pairwise = build_pairwise(spec, train_dataset.to_list() if spec.kind == "toy-oracle" else ())
+    group = build_group(spec, pairwise) if group_rounds else None
     arena = Arena(pairwise=pairwise, group=group, orders=script_args.orders, seed=training_args.seed)
     reward = TournamentReward(
         topology, arena, group_size=training_args.num_generations, shaping=script_args.shaping,

@@ -137,10 +137,26 @@ def answer_quality(task: ToyPolicyTask, rows: list[dict], answers: list[list[str
             "format": sum(fmt.fullmatch(a) is not None for _, a in flat) / len(flat)}
 
 
-def main(args: PolicyQuickstartArguments) -> dict:
+def evaluate(task: ToyPolicyTask, baseline: Path, policy: Path, samples: int, seed: int) -> dict:
+    """The policy against `baseline` (its step-0 self) on both parts: toy-oracle win rate of T = 1 samples with a
+    95 % bootstrap interval over prompts, and the share of answers that state the truth and keep the format."""
     from eval.head_to_head import head_to_head, sample_answers
     from openrm.tournament.toy_oracle import ToyOracle
 
+    table = {}
+    for part in PARTS:
+        rows = task.rows(part)
+        prompts = [r["prompt"] for r in rows]
+        before = sample_answers(baseline, prompts, samples, 1.0, 24, seed=1000 + seed)
+        after = sample_answers(policy, prompts, samples, 1.0, 24, seed=2000 + seed)
+        h2h = head_to_head(ToyOracle.from_rows(task.world, rows), [r["question"] for r in rows], after, before,
+                           seed=seed)
+        table[part] = {"win_rate": h2h.win_rate, "ci": [h2h.ci_low, h2h.ci_high],
+                       "before": answer_quality(task, rows, before), "after": answer_quality(task, rows, after)}
+    return table
+
+
+def main(args: PolicyQuickstartArguments) -> dict:
     out = Path(args.out)
     task = ToyPolicyTask(ToyWorld(args.seed), args.n_questions)
     stage(1, "toy policy task: %d GRPO / %d held-out questions, %d warm-up answers each, in %s",
@@ -150,16 +166,7 @@ def main(args: PolicyQuickstartArguments) -> dict:
     warm = warm_up(base, data, out / "warm", args.sft_steps, args.sft_learning_rate, args.seed)
     run = grpo(warm, data, out / "grpo", args.grpo_steps, args.grpo_seed, shlex.split(args.grpo_args))
     stage(5, "the trained policy against its step-0 self, %d sampled answers per prompt (T = 1)", args.eval_samples)
-    table = {}
-    for part in PARTS:
-        rows = task.rows(part)
-        prompts = [r["prompt"] for r in rows]
-        before = sample_answers(warm, prompts, args.eval_samples, 1.0, 24, seed=1000 + args.grpo_seed)
-        after = sample_answers(run, prompts, args.eval_samples, 1.0, 24, seed=2000 + args.grpo_seed)
-        h2h = head_to_head(ToyOracle.from_rows(task.world, rows), [r["question"] for r in rows], after, before,
-                           seed=args.grpo_seed)
-        table[part] = {"win_rate": h2h.win_rate, "ci": [h2h.ci_low, h2h.ci_high],
-                       "before": answer_quality(task, rows, before), "after": answer_quality(task, rows, after)}
+    table = evaluate(task, warm, run, args.eval_samples, args.grpo_seed)
     lines = ["| prompts | win rate vs step 0 [95% CI] | truth before → after | format before → after |",
              "|---|---|---|---|"]
     for part, m in table.items():

@@ -17,7 +17,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-PAIRWISE_KINDS = ("toy-oracle", "openrm", "openrm-vllm", "openrm-server")
+PAIRWISE_KINDS = ("toy-oracle", "openrm", "openrm-vllm", "openrm-server", "none")  # none: rubric group judge only
 GROUP_KINDS = ("pairwise", "rubric")
 
 
@@ -53,6 +53,8 @@ class MatchJudgeSpec:
             raise ValueError("judge kind 'openrm-server' needs server (http://host:port/v1) and model")
         if self.group == "rubric" and not (self.group_server and self.group_model):
             raise ValueError("the rubric group judge needs group_server and group_model")
+        if self.kind == "none" and self.group != "rubric":
+            raise ValueError("judge kind 'none' leaves only a rubric group judge: set group to 'rubric'")
         if self.batch_size < 1 or self.concurrency < 1:
             raise ValueError("batch_size and concurrency must be >= 1")
 
@@ -61,9 +63,11 @@ def build_pairwise(spec: MatchJudgeSpec, rows: Sequence[Mapping[str, Any]] = ())
     """The pairwise match judge of `spec`. The toy oracle is keyed by `rows` (policy prompt rows with `meta`)."""
     from openrm.tournament.judges import JudgePairwise
 
+    if spec.kind == "none":
+        raise ValueError("this topology plays pairwise matches, but the judge kind is 'none'")
     if spec.kind == "toy-oracle":
-        from openrm.toyworld import ToyWorld
         from openrm.tournament.toy_oracle import ToyOracle
+        from openrm.toyworld import ToyWorld
 
         if not rows:
             raise ValueError("the toy oracle needs the prompt rows it judges (their meta holds the facts)")

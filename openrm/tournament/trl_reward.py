@@ -53,6 +53,7 @@ class _Row:
     text: str
     answer: Any = None  # the dataset's gold answer, for a verifier
     anchor: bool = False  # the rollout's greedy completion of its group
+    rubric: str | None = None  # the dataset's rubric column, shown to a rubric group judge
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ class TournamentReward:
     """`group_size`: completions per prompt (GRPOConfig.num_generations). `shaping`: a name in `SHAPINGS` or a
     function of a `TournamentResult`. `match_log`: a JSONL path; each process appends to `<stem>.rank<r>.jsonl` one
     record per group it played. A dataset column `question` is what the judge is asked about (else the prompt's
-    text), `id` names the prompt in the log (else a hash of the question), `answer` is the verifier's gold.
+    text), `id` names the prompt in the log (else a hash of the question), `answer` is the verifier's gold and
+    `rubric` what a rubric group judge is shown.
     `verifier`: (completion text, gold answer) -> reward; routes only zero-variance groups to the tournament.
     `anchor_position`: the index in each group that the rollout's greedy anchor must hold (checked per step)."""
 
@@ -116,10 +118,11 @@ class TournamentReward:
                              f"and {len(ids)} ids: one of each per completion expected")
         answers = kwargs.get("answer") or [None] * len(questions)
         anchors = kwargs.get("anchor") or [False] * len(questions)
+        rubrics = kwargs.get("rubric") or [None] * len(questions)
         if self.verifier is not None and len(answers) != len(questions):
             raise ValueError(f"{len(answers)} gold answers for {len(questions)} completions")
-        local = [_Row(str(i), str(q), completion_text(c), a, bool(f))
-                 for i, q, c, a, f in zip(ids, questions, completions, answers, anchors, strict=True)]
+        local = [_Row(str(i), str(q), completion_text(c), a, bool(f), r if isinstance(r, str) and r else None)
+                 for i, q, c, a, f, r in zip(ids, questions, completions, answers, anchors, rubrics, strict=True)]
         comm = self.collective
         per_rank = comm.all_gather(local)
         rows = [r for part in per_rank for r in part]
@@ -162,7 +165,7 @@ class TournamentReward:
                     raise ValueError(f"group {g}'s greedy anchor flags are {flags}: the topology expects exactly one "
                                      f"anchor at position {self.anchor_position} (is the greedy-anchor rollout on, "
                                      f"and group_size = num_generations?)")
-            groups.append(Group(members[0].question, tuple(r.text for r in members), g))
+            groups.append(Group(members[0].question, tuple(r.text for r in members), g, members[0].rubric))
         return groups
 
     def _play(self, groups: list[Group], golds: list[list[Any]], step: int) -> list[_Outcome]:

@@ -1,0 +1,207 @@
+"""Policy GRPO on tournament rewards through `train/grpo_policy.py`, on a tiny policy and the toy oracle: parameters
+move and every group's matches are logged, the greedy anchor is the policy's greedy decode, a resumed run continues
+its steps, a garbage or position-biased judge gives equal rewards and a completed step, two CPU processes judge
+every group whole exactly once, and the paper configs carry the papers' values."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+N_GEN = 4
+
+
+@pytest.fixture(scope="module")
+def policy_dir(tmp_path_factory):
+    """Toy policy prompts and a tiny policy warmed up (TRL SFT, 40 steps) on the noisy answer mix, so sampled groups
+    differ from the start."""
+    from openrm.tiny import TinyConfig, build
+    from openrm.toy_policy import ToyPolicyTask
+    from openrm.toyworld import ToyWorld
+    from train import sft_warmup
+
+    root = tmp_path_factory.mktemp("policy")
+    task = ToyPolicyTask(ToyWorld(0), 16)
+    with (root / "prompts.jsonl").open("w") as f:
+        for row in task.rows("grpo"):
+            f.write(json.dumps(row) + "\n")
+    with (root / "sft.jsonl").open("w") as f:
+        for record in task.sft_records(8, random.Random(0)):
+            f.write(json.dumps(record) + "\n")
+    build(root / "tiny", TinyConfig(tokenizer="words", hidden_size=32, intermediate_size=64, num_heads=2,
+                                    num_kv_heads=1, vocab_size=1024))
+    sft_warmup.main(*sft_warmup.parse([
+        "--dataset", str(root / "sft.jsonl"), "--model_name_or_path", str(root / "tiny"), "--output_dir",
+        str(root / "warm"), "--max_steps", "40", "--per_device_train_batch_size", "16", "--learning_rate", "1e-2",
+        "--lr_scheduler_type", "constant", "--disable_tqdm", "true", "--save_strategy", "no", "--report_to", "none",
+        "--use_cpu", "true", "--dtype", "float32", "--logging_steps", "100"]))
+    return root
+
+
+def _args(root: Path, out: Path, *extra: str) -> list[str]:
+    return ["--config", str(ROOT / "configs/grpo_policy/tiny_cpu.yaml"), "--model_name_or_path", str(root / "warm"),
+            "--dataset", str(root / "prompts.jsonl"), "--output_dir", str(out),
+            "--per_device_train_batch_size", str(4 * N_GEN), "--num_generations", str(N_GEN),
+            "--max_completion_length", "12", "--logging_steps", "1", *extra]
+
+
+def _run(root: Path, out: Path, *extra: str):
+    from train import grpo_policy
+
+    return grpo_policy.main(*grpo_policy.parse(_args(root, out, *extra)))
+
+
+def _matches(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "matches.rank0.jsonl").read_text().splitlines()]
+
+
+def _logs(trainer) -> list[dict]:
+    return [h for h in trainer.state.log_history if "tournament/judge_calls" in h]
+
+
+def test_round_robin_steps_change_the_policy_and_log_every_group(policy_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "run"
+    trainer = _run(policy_dir, out, "--max_steps", "2")
+    before, after = load_file(str(policy_dir / "warm/model.safetensors")), load_file(str(out / "model.safetensors"))
+    assert any(not (before[k] == after[k]).all() for k in before)
+    logs = _logs(trainer)
+    assert [h["tournament/judge_calls"] for h in logs] == [4 * 6, 4 * 6]  # 4 groups x C(4, 2); the oracle: one order
+    assert all(h["tournament/failures"] == 0 and h["tournament/crashed_groups"] == 0 for h in logs)
+    records = _matches(out)
+    assert [(r["step"], r["group"]) for r in records] == [(s, g) for s in (0, 1) for g in range(4)]
+    for r in records:
+        assert r["topology"] == "round_robin" and len(r["candidates"]) == N_GEN and len(r["matches"]) == 6
+        assert math.isclose(sum(r["rewards"]), 0.0, abs_tol=1e-6)  # rank_z is centred in every group
+    run = json.loads((out / "policy_run.json").read_text())
+    assert run["global_step"] == 2 and run["policy"]["topology"] == "round_robin"
+
+
+def test_the_greedy_anchor_is_the_policys_greedy_decode(policy_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from openrm.generation import HFGenerator, SamplingParams
+    from openrm.rollout import prompt_token_ids
+
+    out = tmp_path / "anchor"
+    _run(policy_dir, out, "--max_steps", "1", "--topology", "anchor", "--greedy_anchor", "true")
+    tokenizer = AutoTokenizer.from_pretrained(policy_dir / "warm")
+    model = AutoModelForCausalLM.from_pretrained(policy_dir / "warm")
+    rows = {r["question"]: r for r in map(json.loads, (policy_dir / "prompts.jsonl").read_text().splitlines())}
+    by_sha = {hashlib.sha256(q.encode()).hexdigest()[:16]: r for q, r in rows.items()}
+    records = _matches(out)
+    assert len(records) == 4
+    for record in records:
+        prompt = by_sha[record["question_sha"]]["prompt"]
+        gen = HFGenerator(model, tokenizer).generate([prompt_token_ids(tokenizer, prompt)],
+                                                      SamplingParams(max_new_tokens=12, temperature=0.0))[0]
+        text = tokenizer.decode(gen.token_ids, skip_special_tokens=True)
+        assert record["candidates"][0] == hashlib.sha256(text.encode()).hexdigest()[:16]
+        assert len(record["matches"]) == N_GEN - 1 and all(m["j"] == 0 for m in record["matches"])
+
+
+def test_resume_continues_the_steps(policy_dir, tmp_path):
+    out = tmp_path / "resume"
+    _run(policy_dir, out, "--max_steps", "2", "--save_steps", "1", "--save_total_limit", "3")
+    assert (out / "checkpoint-2").is_dir()
+    trainer = _run(policy_dir, out, "--max_steps", "3", "--save_steps", "1", "--resume_from_checkpoint", "last")
+    assert trainer.state.global_step == 3
+    assert [r["step"] for r in _matches(out)] == [0] * 4 + [1] * 4 + [2] * 4  # step 2 ran once, after the resume
+
+
+class _Garbage:
+    orders = 1
+
+    def compare_many(self, items):
+        bad = ["A", float("nan"), 2.0, float("inf"), None, -1.0]
+        return [bad[i % len(bad)] for i in range(len(items))]
+
+
+class _FirstShown:
+    orders = 1
+
+    def compare_many(self, items):
+        return [1.0] * len(items)
+
+
+@pytest.mark.parametrize("judge, status", [(_Garbage(), "failures"), (_FirstShown(), "ties")])
+def test_a_garbage_or_position_biased_judge_gives_equal_rewards(policy_dir, tmp_path, monkeypatch, judge, status):
+    from openrm.tournament import match_judge
+
+    monkeypatch.setattr(match_judge, "build_pairwise", lambda spec, rows=(): judge)
+    trainer = _run(policy_dir, tmp_path / "bad", "--max_steps", "1", "--format_pattern", "")
+    (log,) = _logs(trainer)
+    assert trainer.state.global_step == 1
+    assert log[f"tournament/{status}"] == 4 * 6 and log["rewards/tournament_round_robin/std"] == 0.0
+    assert all(set(r["rewards"]) == {0.0} for r in _matches(tmp_path / "bad"))
+
+
+def test_two_cpu_processes_judge_every_group_whole_once(policy_dir, tmp_path):
+    """6 completions per process and groups of 4: group 1 straddles the two processes, and its greedy anchor
+    is decoded on process 0."""
+    out = tmp_path / "ddp"
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+           str(ROOT / "configs/accelerate/multi_cpu.yaml"), "--main_process_port", str(29500 + os.getpid() % 500),
+           str(ROOT / "train/grpo_policy.py"),
+           *_args(policy_dir, out, "--max_steps", "2", "--per_device_train_batch_size", "6", "--topology",
+                  "anchor", "--greedy_anchor", "true")]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    played = {r: [json.loads(x) for x in (out / f"matches.rank{r}.jsonl").read_text().splitlines()] for r in (0, 1)}
+    for rank, records in played.items():  # group g is played on process g % 2
+        assert {rec["group"] % 2 for rec in records} == {rank}
+    keys = sorted((rec["step"], rec["group"]) for records in played.values() for rec in records)
+    assert keys == [(s, g) for s in (0, 1) for g in range(3)]
+    assert all(len(rec["candidates"]) == N_GEN for records in played.values() for rec in records)
+
+
+def test_the_paper_configs_carry_the_papers_values():
+    from train import grpo_policy
+
+    def load(name):
+        return grpo_policy.parse(["--config", str(ROOT / f"configs/grpo_policy/{name}.yaml"), "--use_cpu", "true",
+                                  "--bf16", "false"])
+
+    s, t, m = load("tournament_grpo")
+    assert (s.topology, s.shaping, s.group_judge, s.judge) == ("multi_round", "min_max", "rubric", "none")
+    topo = s.topology_obj
+    assert (topo.group_size, topo.k_win, topo.k_final, topo.repeats, topo.fresh_repeats) == (2, 1, 1, 3, True)
+    assert (t.num_generations, t.learning_rate, t.temperature, t.top_p) == (8, 1e-6, 1.0, 1.0)
+    assert 8 * t.per_device_train_batch_size * t.gradient_accumulation_steps == 16 * 8 and s.format_pattern
+    s, t, m = load("arenarl")
+    assert s.greedy_anchor and s.topology_obj.rank_by == "depth" and s.topology_obj.anchor == 0
+    assert (s.shaping, t.temperature) == ("rank_z", 0.8)
+    s, t, m = load("reasoning_arena")
+    assert (s.topology, s.verifier, s.orders, s.shaping) == ("live", "answer_match", "random", "min_max")
+    assert (t.learning_rate, t.warmup_steps, t.max_steps, t.num_generations) == (4e-7, 50, 1500, 8)
+    assert 8 * t.per_device_train_batch_size == 480
+    s, t, m = load("round_robin")
+    assert s.topology == "round_robin" and m.model_name_or_path == "Qwen/Qwen2.5-7B-Instruct"
+    s, t, m = load("tiny_cpu")
+    assert (s.judge, s.topology, t.use_cpu) == ("toy-oracle", "round_robin", True)
+
+
+def test_bad_policy_arguments_are_clear_errors():
+    from train.grpo_policy import PolicyArguments
+
+    with pytest.raises(ValueError, match="unknown topology"):
+        PolicyArguments(dataset="x", topology="knockout")
+    with pytest.raises(ValueError, match="takes"):
+        PolicyArguments(dataset="x", topology="round_robin", topology_options='{"k_win": 2}')
+    with pytest.raises(ValueError, match="JSON object"):
+        PolicyArguments(dataset="x", topology_options="{k_win")
+    with pytest.raises(ValueError, match="needs the exported judge folder"):
+        PolicyArguments(dataset="x", judge="openrm")
+    with pytest.raises(ValueError, match="anchor to 0"):
+        PolicyArguments(dataset="x", topology="anchor", topology_options='{"anchor": 2}', greedy_anchor=True)
