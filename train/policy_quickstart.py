@@ -34,17 +34,17 @@ STAGES = 5
 class PolicyQuickstartArguments:
     out: str = field(default="runs/policy", metadata={"help": "Folder for every artefact of the run."})
     seed: int = field(default=0, metadata={"help": "Seed of the toy world, the tiny policy and the warm-up."})
-    n_questions: int = field(default=128, metadata={"help": "Distinct questions (half GRPO, half held out)."})
+    n_questions: int = field(default=64, metadata={"help": "Distinct questions (half GRPO, half held out)."})
     samples_per_question: int = field(default=40, metadata={"help": "Warm-up answers per question."})
     hidden_size: int = field(default=64, metadata={"help": "Width of the tiny policy."})
     num_layers: int = field(default=2, metadata={"help": "Depth of the tiny policy."})
-    sft_steps: int = field(default=400, metadata={"help": "Warm-up steps (batch 64)."})
-    sft_learning_rate: float = field(default=5e-3, metadata={"help": "Peak warm-up learning rate (cosine)."})
-    grpo_steps: int = field(default=40, metadata={"help": "GRPO steps (configs/grpo_policy/tiny_cpu.yaml)."})
+    sft_steps: int = field(default=500, metadata={"help": "Warm-up steps (batch 64)."})
+    sft_learning_rate: float = field(default=1e-2, metadata={"help": "Peak warm-up learning rate (cosine)."})
+    grpo_steps: int = field(default=100, metadata={"help": "GRPO steps (configs/grpo_policy/tiny_cpu.yaml)."})
     grpo_seed: int = field(default=0, metadata={"help": "Seed of the GRPO run (sampling and tournaments)."})
     grpo_args: str = field(default="", metadata={"help": "More train/grpo_policy.py flags, e.g. "
                                                          "'--topology anchor --greedy_anchor true'."})
-    eval_samples: int = field(default=4, metadata={"help": "Answers per prompt and policy in the head-to-head."})
+    eval_samples: int = field(default=8, metadata={"help": "Answers per prompt and policy in the head-to-head."})
 
     def __post_init__(self) -> None:
         if min(self.n_questions, self.samples_per_question, self.sft_steps, self.grpo_steps, self.eval_samples) < 1:

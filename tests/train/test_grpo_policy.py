@@ -185,7 +185,7 @@ def test_the_paper_configs_carry_the_papers_values():
     s, t, m = load("reasoning_arena")
     assert (s.topology, s.verifier, s.orders, s.shaping) == ("live", "answer_match", "random", "min_max")
     assert (t.learning_rate, t.warmup_steps, t.max_steps, t.num_generations) == (4e-7, 50, 1500, 8)
-    assert 8 * t.per_device_train_batch_size == 480
+    assert 8 * t.per_device_train_batch_size == t.generation_batch_size == 480
     s, t, m = load("round_robin")
     assert s.topology == "round_robin" and m.model_name_or_path == "Qwen/Qwen2.5-7B-Instruct"
     s, t, m = load("tiny_cpu")
