@@ -5,9 +5,10 @@
     results = Arena(pairwise=JudgePairwise(judge)).run_many(SeededSingleElimination(), groups, step=step)
 """
 
+from openrm.tournament.active import Active
 from openrm.tournament.anchor import Anchor
 from openrm.tournament.arena import Arena, Group, group_rngs
-from openrm.tournament.bradley_terry import fit_bradley_terry, soft_outcome
+from openrm.tournament.bradley_terry import BTPosterior, bt_laplace, fit_bradley_terry, soft_outcome
 from openrm.tournament.double_elimination import DoubleElimination
 from openrm.tournament.judges import (
     GroupJudge,
@@ -39,11 +40,11 @@ from openrm.tournament.toy_oracle import ToyOracle, toy_prompts
 from openrm.tournament.trl_reward import TournamentReward
 
 TOPOLOGIES = {t.name: t for t in (RoundRobin, Anchor, SeededSingleElimination, DoubleElimination, Swiss, MultiRound,
-                                  Live)}
+                                  Live, Active)}
 
-__all__ = ["Anchor", "Arena", "DoubleElimination", "Group", "GroupJudge", "GroupMatch", "GroupRequest",
-           "JudgePairwise", "Live", "Match", "MultiRound", "PairwiseGroupJudge", "PairwiseJudge", "RoundRobin",
-           "RoutedRewards", "RubricGroupJudge", "SHAPINGS", "SeededSingleElimination", "Swiss", "TOPOLOGIES",
-           "ToyOracle", "TournamentResult", "TournamentReward", "adaptive_rewards", "bt_min_max",
-           "fit_bradley_terry", "group_rngs", "is_diverse", "min_max", "rank_quantile", "rank_z", "select_winners",
-           "soft_outcome", "tournament_reward", "toy_prompts", "win_rate", "z_score"]
+__all__ = ["Active", "Anchor", "Arena", "BTPosterior", "DoubleElimination", "Group", "GroupJudge", "GroupMatch",
+           "GroupRequest", "JudgePairwise", "Live", "Match", "MultiRound", "PairwiseGroupJudge", "PairwiseJudge",
+           "RoundRobin", "RoutedRewards", "RubricGroupJudge", "SHAPINGS", "SeededSingleElimination", "Swiss",
+           "TOPOLOGIES", "ToyOracle", "TournamentResult", "TournamentReward", "adaptive_rewards", "bt_laplace",
+           "bt_min_max", "fit_bradley_terry", "group_rngs", "is_diverse", "min_max", "rank_quantile", "rank_z",
+           "select_winners", "soft_outcome", "tournament_reward", "toy_prompts", "win_rate", "z_score"]

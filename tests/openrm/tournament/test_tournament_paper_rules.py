@@ -15,6 +15,7 @@ import pytest
 
 from openrm.tournament import (
     TOPOLOGIES,
+    Active,
     Anchor,
     Arena,
     DoubleElimination,
@@ -129,6 +130,8 @@ CASES = [
     # each lost to 4 and 3 and beat 0, so they are level
     Case(Live(), K5, [2.5, 0, 4, 1, 2.5], None, [1 / 3, 1, 0, 3 / 4, 1 / 3],
          list(np.array([-1 / 8, 1 / 2, -1 / 2, 1 / 4, -1 / 8]) / 0.11875**0.5)),
+    # a budget of every pair: the complete graph in rounds of disjoint pairs, win rates as round robin
+    Case(Active(share=1.0), K4, [2, 0, 3, 1], None, [1 / 3, 1, 0, 2 / 3], Z4),
     # one group of four, one winner: 3 scores 1
     Case(MultiRound(4, 1, 1, 1), K4, [2, 0, 2, 2], [0, 1, 0, 0], [0, 1, 0, 0], [-1 / R3, R3, -1 / R3, -1 / R3]),
     # Tournament-GRPO's G=4, K_win=2, K_final=2, twice: 3 and 2 score 2
