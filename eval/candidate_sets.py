@@ -88,8 +88,10 @@ def _candidate(value: Mapping[str, Any], key: str, where: str, loaded: LoadedSet
     return text
 
 
-def _row(row: Mapping[str, Any], index: int, where: str, rating: str, loaded: LoadedSets,
-         seen: set[str]) -> CandidateSet:
+def read_candidate_set(row: Mapping[str, Any], index: int, where: str, rating: str, loaded: LoadedSets,
+                       seen: set[str]) -> CandidateSet:
+    """One row (ours or UltraFeedback's) as a candidate set; its drops and adjustments go into `loaded` only when
+    the row is usable. A row that cannot be one raises `BadRow`."""
     rid = str(row["id"]) if row.get("id") is not None else str(index)
     if rid in seen:
         raise BadRow("duplicate id")
@@ -155,7 +157,7 @@ def load_candidate_sets(path: str | Path, rating: str = "overall_score", split: 
                 raise row
             if not isinstance(row, Mapping):
                 raise BadRow(f"a row must be an object, got {type(row).__name__}")
-            got = _row(row, index, where, rating, loaded, seen)
+            got = read_candidate_set(row, index, where, rating, loaded, seen)
         except BadRow as exc:
             loaded.skipped.append(Skip(where, str(exc)))
             continue

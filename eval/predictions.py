@@ -104,3 +104,37 @@ def read_predictions(path: str | Path, fmt: PredictionFormat, split: str | None 
     if out.skipped:
         logger.warning("%s: skipped %d prediction rows", path, len(out.skipped))
     return out
+
+
+class PredictionJudge:
+    """A predictions file as a pairwise match judge for two-candidate rows: the prediction for a row's id says
+    whether its first candidate (a binarized row's `chosen`) wins ("A"), loses ("B") or ties; "fail" and ids the
+    file lacks are failures. `rows`: (id, question, first, second). Answers both orders of a pair, so `orders = 2`.
+    `calls` counts the pairs looked up."""
+
+    orders = 2
+    P = {"A": 1.0, "B": 0.0, "tie": 0.5}
+
+    def __init__(self, by_id: Mapping[str, str], rows: list[tuple[str, str, str, str]]):
+        repeated = [i for i, n in Counter(r[0] for r in rows).items() if n > 1]
+        if repeated:
+            raise ValueError(f"a predictions file is keyed by id, and ids repeat in the data (first: {repeated[0]!r})")
+        self.missing = [r[0] for r in rows if r[0] not in by_id]
+        self.p: dict[tuple[str, str, str], float | None] = {}
+        for rid, question, first, second in rows:
+            p = self.P.get(by_id.get(rid, "fail"))
+            views = [((question, first, second), p)]
+            if first != second:  # the same text twice has one view
+                views.append(((question, second, first), None if p is None else 1 - p))
+            for key, value in views:
+                if key in self.p and self.p[key] != value:
+                    raise ValueError(f"row {rid!r}: the same question and answers have another prediction elsewhere")
+                self.p[key] = value
+        self.calls = 0
+
+    def compare_many(self, items: list[tuple[str, str, str]]) -> list[float | None]:
+        self.calls += len(items)
+        unknown = [i for i in items if tuple(i) not in self.p]
+        if unknown:
+            raise ValueError(f"a predictions file judges the pairs it was built for, not {unknown[0]!r:.120}")
+        return [self.p[tuple(i)] for i in items]

@@ -138,8 +138,9 @@ class EvalArguments:
         return PredictionFormat(self.id_field, {self.verdict_field: _pairs(self.verdict_values, "--verdict_values")})
 
 
-def build_judge(args: EvalArguments):
-    """The judge of `args`, with tools (tool mode) or without (both baselines), and the evidence retriever."""
+def build_judge(args: EvalArguments, concurrency: int | None = None):
+    """The judge of `args`, with tools (tool mode) or without (both baselines), and the evidence retriever.
+    `concurrency`: a served judge's requests in flight (None: `Judge.from_server`'s default)."""
     from openrm.judge import Judge
 
     retrievers = args.locations
@@ -149,6 +150,8 @@ def build_judge(args: EvalArguments):
     options["batch_size"] = 2 * args.chunk_size
     judge_retrievers = retrievers if args.mode == "tools" else None
     if args.server:
+        if concurrency is not None:
+            options["concurrency"] = concurrency
         judge = Judge.from_server(args.server, args.model, args.tokenizer, judge_retrievers, **options)
     else:
         judge = Judge.from_pretrained(args.judge, judge_retrievers, device=args.device, **options)

@@ -1,0 +1,195 @@
+"""Curate DPO preference pairs with the judge (the paper's section 6): for each prompt the judge picks `chosen` and
+`rejected` among its candidates, the picks are scored against the file's own labels (Table 6's selection accuracy),
+and the pairs are saved as a TRL DPO dataset for `train/dpo.py`.
+
+    python -m train.select_preferences --data ultrafeedback_binarized/train_prefs.parquet --judge judges/openrm-7b \
+        --retrievers wiki=indexes/wiki arxiv=http://127.0.0.1:8001 --out runs/prefs/uf
+    python -m train.select_preferences --data runs/prefs/toy.jsonl --judge toy-oracle --world_seed 0 \
+        --out runs/prefs/select                                     # offline: toy candidates, the toy oracle
+
+Writes selections.jsonl (a record per row, appended batch by batch: a rerun, after a kill too, judges only the rows
+missing there, and run.json's settings must match), dataset/ (HF save_to_disk), report.json and report.md. Reading
+is eval/preference_sets.py; selecting, scoring and curating eval/selection.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eval.best_of_n import TOY_ORACLE  # noqa: E402
+from eval.candidate_sets import RATINGS  # noqa: E402
+from eval.predictions import PREDICTION_PRESETS  # noqa: E402
+from eval.selection import ON_TIE, OUTPUT_FORMATS  # noqa: E402
+from openrm.context import POLICIES as CONTEXT_POLICIES  # noqa: E402
+from openrm.tournament import TOPOLOGIES  # noqa: E402
+from plumbing.arguments import Collect, parse_pairs  # noqa: E402
+from retrieval.retriever import parse_locations  # noqa: E402
+
+logger = logging.getLogger("openrm.select_preferences")
+
+
+@dataclass
+class SelectArguments:
+    data: str = field(metadata={"help": "rows of a prompt and >= 2 responses: UltraFeedback raw, binarized "
+                                        "(prompt/chosen/rejected) or candidate JSONL; JSON/JSONL/parquet/HF folder"})
+    out: str = field(metadata={"help": "output folder (selections.jsonl, run.json, dataset/, report.json/.md)"})
+    fields: list[str] = field(default_factory=list, metadata={
+        "help": "NAME=FIELD mapping for other files: prompt, chosen, rejected, score_chosen, score_rejected, id "
+                "(pairs) or prompt, candidates, ratings, id (sets)", "action": Collect})
+    judge: str | None = field(default=None, metadata={"help": f"exported judge folder, or '{TOY_ORACLE}'"})
+    server: str | None = field(default=None, metadata={"help": "OpenAI-compatible URL serving the judge"})
+    model: str | None = field(default=None, metadata={"help": "served model name (with --server)"})
+    tokenizer: str | None = field(default=None, metadata={"help": "with --server: the exported judge folder"})
+    concurrency: int = field(default=8, metadata={"help": "with --server: requests in flight"})
+    predictions: str | None = field(default=None, metadata={
+        "help": "a predictions file as the judge (pairs only): per row id, A = the first candidate wins"})
+    predictions_format: str = field(default="openrm", metadata={"help": f"one of {sorted(PREDICTION_PRESETS)}"})
+    retrievers: list[str] = field(default_factory=list, metadata={
+        "help": "CORPUS=LOCATION (index folder or http:// server URL); repeat per corpus", "action": Collect,
+        "aliases": ["--retriever"]})
+    no_tools: bool = field(default=False, metadata={"help": "judge without search"})
+    world_seed: int | None = field(default=None, metadata={"help": f"--judge {TOY_ORACLE}: the toy world's seed"})
+    toy_prompts: int = field(default=2000, metadata={"help": f"--judge {TOY_ORACLE}: the questions it knows"})
+    topology: str = field(default="round_robin", metadata={
+        "help": f"tournament for rows of > 2 candidates (best → chosen, worst → rejected): {sorted(TOPOLOGIES)}"})
+    on_tie: str = field(default="drop", metadata={
+        "help": f"a row the judge leaves undecided (tie or failure): one of {ON_TIE} (keep: the judge's seeded draw)"})
+    output_format: str = field(default="auto", metadata={
+        "help": f"{OUTPUT_FORMATS}: auto writes chat messages when any input row was chat messages"})
+    rating: str = field(default="overall_score", metadata={"help": f"UltraFeedback gold rating, one of {RATINGS}"})
+    split: str | None = field(default=None, metadata={"help": "split of a DatasetDict folder (e.g. train_prefs)"})
+    limit: int | None = field(default=None, metadata={"help": "only the first N usable rows"})
+    seed: int = field(default=0, metadata={"help": "seeds tournaments and draws among equal ranks"})
+    batch_size: int = field(default=16, metadata={"help": "rows per judge batch (and per checkpoint)"})
+    chunk_size: int = field(default=16, metadata={"help": "pairs per judge forward batch (exported judge)"})
+    device: str = field(default="cpu", metadata={"help": "torch device for --judge"})
+    max_completion_tokens: int | None = field(default=None, metadata={"help": "override the judge card's budget"})
+    max_new_tokens: int | None = field(default=None, metadata={"help": "override the card's per-turn budget"})
+    context_policy: str = field(default="truncate", metadata={"help": f"one of {CONTEXT_POLICIES} (see eval.run)"})
+    max_context_tokens: int | None = field(default=None, metadata={"help": "the judge's context in tokens"})
+
+    def __post_init__(self):
+        if sum(map(bool, (self.judge, self.server, self.predictions))) != 1:
+            raise ValueError("give exactly one of --judge, --server, --predictions")
+        if self.server and not (self.tokenizer and self.model):
+            raise ValueError("--server needs --model (the served name) and --tokenizer (the exported judge folder)")
+        if self.judge == TOY_ORACLE and self.world_seed is None:
+            raise ValueError(f"--judge {TOY_ORACLE} needs --world_seed (the world its questions come from)")
+        model_judge = bool(self.server) or bool(self.judge) and self.judge != TOY_ORACLE
+        if not model_judge and (self.retrievers or self.no_tools):
+            raise ValueError("--retrievers / --no_tools are for an exported or served judge")
+        if model_judge and not (self.no_tools or self.retrievers):
+            raise ValueError("tool mode needs --retrievers CORPUS=LOCATION; pass --no_tools to judge without search")
+        self.locations = parse_locations(self.retrievers)
+        self.field_map = parse_pairs(self.fields, "--fields")
+        choices = {"topology": TOPOLOGIES, "on_tie": ON_TIE, "output_format": OUTPUT_FORMATS, "rating": RATINGS,
+                   "context_policy": CONTEXT_POLICIES, "predictions_format": PREDICTION_PRESETS}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"--{name} must be one of {sorted(allowed)}, got {getattr(self, name)!r}")
+        for name in ("batch_size", "chunk_size", "concurrency", "toy_prompts"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be >= 1")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError("--limit must be >= 1")
+
+    @property
+    def mode(self) -> str:  # what eval.run.build_judge and run.json read
+        return ("predictions" if self.predictions else TOY_ORACLE if self.judge == TOY_ORACLE
+                else "no-tools" if self.no_tools else "tools")
+
+
+def match_judge(args: SelectArguments, rows: Sequence[Any]):
+    """(pairwise match judge, close) for `args`."""
+    if args.predictions:
+        from eval.predictions import PredictionJudge, read_predictions
+
+        if any(len(r.candidates) != 2 for r in rows):
+            raise ValueError("a predictions file judges pairs: some rows have more than 2 candidates")
+        read = read_predictions(args.predictions, PREDICTION_PRESETS[args.predictions_format])
+        judge = PredictionJudge(read.by_id, [(r.id, r.question, *r.candidates) for r in rows])
+        if judge.missing:
+            logger.warning("%d rows have no prediction (first: %r): failures", len(judge.missing), judge.missing[0])
+        return judge, None
+    if args.judge == TOY_ORACLE:
+        from eval.best_of_n import toy_oracle
+
+        oracle = toy_oracle(args.world_seed, args.toy_prompts)
+        unknown = [r.id for r in rows if oracle.agreements(r.question, "") is None]
+        if unknown:
+            raise ValueError(f"{len(unknown)} questions are not toy questions of world {args.world_seed} "
+                             f"(first: {unknown[0]!r}); raise --toy_prompts or check --world_seed")
+        return oracle, None
+    from eval.run import build_judge
+    from openrm.tournament import JudgePairwise
+
+    judge, _ = build_judge(args, concurrency=args.concurrency)
+    return JudgePairwise(judge), judge.close
+
+
+def run(args: SelectArguments, pairwise: Any = None) -> dict[str, Any]:
+    """Load → judge the rows not yet judged → curate → save the dataset and the report. `pairwise`: a ready match
+    judge (tests), used instead of building one from `args`."""
+    from eval.judging import VerdictStore
+    from eval.preference_sets import load_preference_sets
+    from eval.selection import SelectionSettings, curate, save_pairs, select, selection_metrics, write_report
+    from openrm.tournament import Arena, PairwiseGroupJudge
+
+    began, out = time.perf_counter(), Path(args.out)
+    loaded = load_preference_sets(args.data, args.rating, args.split, args.limit, args.field_map)
+    rows = loaded.sets
+    store = VerdictStore(out / "selections.jsonl", key="index")
+    SelectionSettings.of(args).check_or_write(out, has_verdicts=len(store) > 0)
+    close = None
+    if pairwise is None:
+        pairwise, close = match_judge(args, rows)
+    arena = Arena(pairwise=pairwise, group=PairwiseGroupJudge(pairwise), seed=args.seed)
+    try:
+        judged = select(arena, TOPOLOGIES[args.topology](), rows, store, args.seed, args.batch_size)
+    finally:
+        if close is not None:
+            close()
+    chat = args.output_format == "conversational" or (args.output_format == "auto"
+                                                      and any(r.messages for r in rows))
+    pairs, output = curate(rows, store.records, args.on_tie, chat, args.seed)
+    if not pairs:
+        raise ValueError(f"no pairs left to write (--on_tie {args.on_tie}: {output['actions']})")
+    save_pairs(pairs, out / "dataset")
+    report = {"data": args.data, "judge": args.judge or args.server or args.predictions, "mode": args.mode,
+              "topology": args.topology, "rating": args.rating, "seed": args.seed, "on_tie": args.on_tie,
+              "rows": loaded.summary(), "skipped_first": [vars(s) for s in loaded.skipped[:5]],
+              "selection": selection_metrics(rows, store.records), "judged_now": judged,
+              "output": {**output, "path": str(out / "dataset"), "format": "conversational" if chat else "standard"},
+              "wall_seconds": round(time.perf_counter() - began, 3)}
+    write_report(report, out)
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    from trl import TrlParser
+
+    from eval.selection import markdown
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("openrm.tournament.arena").setLevel(logging.WARNING)  # per-round tie counts: in the report
+    parser = TrlParser(SelectArguments)
+    try:
+        (args,) = parser.parse_args_and_config(args=argv)
+        report = run(args)
+    except (ValueError, FileNotFoundError) as exc:
+        parser.exit(2, f"train.select_preferences: error: {exc}\n")
+    print(markdown(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()
