@@ -234,3 +234,16 @@ def test_a_killed_run_resumes_without_judging_a_row_twice(tmp_path):
     assert report["judged_now"] == len(rows) - len(before) and report["selection"]["judge_calls"] == len(rows)
     # the scripted model always answers; "4" against "5" is a tie (each order says A: the orders disagree)
     assert report["selection"]["outcomes"] == {"decided": len(rows) - 1, "tie": 1, "failure": 0}
+
+
+def test_any_jsonl_through_fields_on_the_command_line(tmp_path):
+    predictions = tmp_path / "verdicts.jsonl"
+    predictions.write_text('{"id": "c1", "prediction": "B"}\n{"id": "c2", "prediction": "A"}\n')
+    report = main(["--data", str(FIX / "preferences_custom.jsonl"), "--fields", "prompt=instruction", "chosen=better",
+                   "rejected=worse", "id=uid", "--predictions", str(predictions), "--out", str(tmp_path / "o")])
+    m = report["selection"]
+    assert (m["n"], m["correct"], report["rows"]["skipped_rows"]) == (2, 1, {"missing field 'worse' (mapped to "
+                                                                             "rejected)": 1})
+    assert [(p["id"], p["chosen"]) for p in dataset(tmp_path / "o")] == [("c1", "Milan."), ("c2", "Jupiter.")]
+    assert json.loads((tmp_path / "o" / "run.json").read_text())["pairwise_spec"] == \
+        "chosen=better,id=uid,prompt=instruction,rejected=worse"
