@@ -49,6 +49,8 @@ class PolicyQuickstartArguments:
     def __post_init__(self) -> None:
         if min(self.n_questions, self.samples_per_question, self.sft_steps, self.grpo_steps, self.eval_samples) < 1:
             raise ValueError("n_questions, samples_per_question, sft_steps, grpo_steps and eval_samples must be >= 1")
+        if self.n_questions < 16:  # tiny_cpu.yaml takes 8 prompts per step from the GRPO half
+            raise ValueError(f"n_questions must be >= 16 (8 GRPO prompts per step), got {self.n_questions}")
 
     def tiny_config(self) -> TinyConfig:
         heads = max(self.hidden_size // 16, 2)
