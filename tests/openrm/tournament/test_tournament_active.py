@@ -7,13 +7,25 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from eval.best_of_n import expected_calls
-from openrm.tournament import SHAPINGS, TOPOLOGIES, Active, Arena, Group, bt_laplace, fit_bradley_terry
+from openrm.tournament import (
+    SHAPINGS,
+    TOPOLOGIES,
+    Active,
+    Arena,
+    Group,
+    RoundRobin,
+    bt_laplace,
+    fit_bradley_terry,
+)
 from train.grpo_policy import PolicyArguments
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def strength(text: str) -> int:
@@ -201,3 +213,12 @@ def test_policy_training_and_best_of_n_can_build_and_budget_it():
     # eval.best_of_n builds Active() (half of round robin) and filters on expected calls per prompt
     assert expected_calls(Active(), [8], orders=2) == 14
     assert expected_calls(Active(), [8, 16], orders=1) == (2 * 14 + 2 * 60) / 2
+
+
+def test_the_active_policy_config_plays_half_of_round_robin():
+    from train import grpo_policy
+
+    s, t, _ = grpo_policy.parse(["--config", str(ROOT / "configs/grpo_policy/active.yaml"), "--use_cpu", "true",
+                                 "--bf16", "false"])
+    assert s.topology_obj == Active(budget=14)
+    assert 2 * s.topology_obj.matches(t.num_generations) == RoundRobin().matches(t.num_generations)
