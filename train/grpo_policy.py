@@ -55,9 +55,11 @@ class PolicyArguments:
     group_server: str = field(default="", metadata={"help": "Rubric group judge's chat server URL."})
     group_model: str = field(default="", metadata={"help": "Rubric group judge's model name."})
     topology: str = field(default="round_robin", metadata={"help": f"One of {sorted(TOPOLOGIES)}."})
-    topology_options: dict | str = field(default_factory=dict, metadata={
+    # dict | str | None, as TRL's model_init_kwargs: HfArgumentParser then parses the command line as a str (JSON);
+    # with `dict | str` it would call dict() on the JSON text and refuse it
+    topology_options: dict | str | None = field(default_factory=dict, metadata={
         "help": "Keyword arguments of the topology (JSON on the command line), e.g. multi_round's group_size, "
-                "k_win, k_final, repeats."})
+                "k_win, k_final, repeats; active's budget."})
     greedy_anchor: bool = field(default=False, metadata={
         "help": "Decode each group's first completion greedily (ArenaRL's quality anchor, at index 0)."})
     orders: str = field(default="both", metadata={"help": "Presentation orders of a one-order judge: both, "
@@ -72,6 +74,8 @@ class PolicyArguments:
                                                          "<stem>.rank<r>.jsonl ('' = <output_dir>/matches.jsonl)."})
 
     def __post_init__(self):
+        if self.topology_options is None:
+            self.topology_options = {}
         if isinstance(self.topology_options, str):
             try:
                 self.topology_options = json.loads(self.topology_options or "{}")

@@ -215,10 +215,12 @@ def test_policy_training_and_best_of_n_can_build_and_budget_it():
     assert expected_calls(Active(), [8, 16], orders=1) == (2 * 14 + 2 * 60) / 2
 
 
-def test_the_active_policy_config_plays_half_of_round_robin():
+def test_the_active_policy_config_plays_half_of_round_robin_and_the_command_line_overrides_its_budget():
     from train import grpo_policy
 
-    s, t, _ = grpo_policy.parse(["--config", str(ROOT / "configs/grpo_policy/active.yaml"), "--use_cpu", "true",
-                                 "--bf16", "false"])
+    config = ["--config", str(ROOT / "configs/grpo_policy/active.yaml"), "--use_cpu", "true", "--bf16", "false"]
+    s, t, _ = grpo_policy.parse(config)
     assert s.topology_obj == Active(budget=14)
     assert 2 * s.topology_obj.matches(t.num_generations) == RoundRobin().matches(t.num_generations)
+    s, _, _ = grpo_policy.parse([*config, "--topology_options", '{"share": 0.75, "rule": "closeness"}'])
+    assert s.topology_obj == Active(share=0.75, rule="closeness")
