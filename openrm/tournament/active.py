@@ -97,9 +97,6 @@ class Active:
             ok = upper & (met < cap) & free[:, None] & free[None, :]
             if not ok.any():
                 break
-            fresh = ok & (met == met[ok].min())  # coverage first: no pair meets again before every pair has met
-            if fresh.any():
-                ok = fresh
             if (ok & balanced).any():
                 ok &= balanced
             if self.rule == "information":
