@@ -314,7 +314,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from trl import TrlParser
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("openrm.tournament.arena").setLevel(logging.WARNING)  # per-round tie counts: in the report
     parser = TrlParser(BestOfNArguments)
     try:
         (args,) = parser.parse_args_and_config(args=argv)

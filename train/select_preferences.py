@@ -180,7 +180,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from eval.selection import markdown
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("openrm.tournament.arena").setLevel(logging.WARNING)  # per-round tie counts: in the report
     parser = TrlParser(SelectArguments)
     try:
         (args,) = parser.parse_args_and_config(args=argv)

@@ -222,9 +222,10 @@ class Arena:
             for m in new:
                 if m.status in counts:
                     counts[m.status] += 1
-        if counts["failure"] or counts["tie"]:
-            logger.info("round of %d matches over %d groups: %d ties, %d judge failures (both scored 0.5)",
-                        total, len(jobs), counts["tie"], counts["failure"])
+        if counts["failure"] or counts["tie"]:  # ties are routine (a trainer logs their rate); failures are not
+            logger.log(logging.INFO if counts["failure"] else logging.DEBUG,
+                       "round of %d matches over %d groups: %d ties, %d judge failures (both scored 0.5)",
+                       total, len(jobs), counts["tie"], counts["failure"])
 
     # --- group rounds ------------------------------------------------------------------------------------
 
