@@ -53,6 +53,15 @@ class TinyConfig:
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {self.tokenizer!r}")
 
+    @classmethod
+    def whole_word(cls, seed: int, hidden_size: int, num_layers: int) -> TinyConfig:
+        """The quickstarts' recipe: the whole-word tokenizer, a head per 16 dimensions (at least 2), grouped
+        query attention with half as many key/value heads, an MLP twice the width."""
+        heads = max(hidden_size // 16, 2)
+        return cls(seed=seed, world_seed=seed, tokenizer="words", vocab_size=1024, hidden_size=hidden_size,
+                   intermediate_size=2 * hidden_size, num_layers=num_layers, num_heads=heads,
+                   num_kv_heads=heads // 2)
+
 
 def qwen_chat_template() -> str:
     """TRL's copy of the Qwen2.5 chat template, read from the installed package."""
@@ -141,6 +150,12 @@ def build_model(tokenizer, cfg: TinyConfig = TinyConfig()):
     model = Qwen2ForCausalLM(config)
     model.generation_config = GenerationConfig(eos_token_id=eos_ids, pad_token_id=eos_ids[1], do_sample=True)
     return model
+
+
+def built_from(out_dir: str | Path, cfg: TinyConfig) -> bool:
+    """Whether `out_dir` already holds a tiny model built from exactly `cfg` (its card says so)."""
+    card = Path(out_dir) / CARD_NAME
+    return card.exists() and json.loads(card.read_text(encoding="utf-8"))["config"] == asdict(cfg)
 
 
 def build(out_dir: str | Path, cfg: TinyConfig = TinyConfig()) -> Path:

@@ -16,10 +16,10 @@ import logging
 import random
 import shlex
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from openrm.tiny import CARD_NAME, TinyConfig
+from openrm.tiny import TinyConfig, built_from
 from openrm.tiny import build as build_tiny
 from openrm.toy_policy import FORMAT_PATTERN, PARTS, ToyPolicyTask
 from openrm.toyworld import ToyWorld
@@ -53,10 +53,7 @@ class PolicyQuickstartArguments:
             raise ValueError(f"n_questions must be >= 16 (8 GRPO prompts per step), got {self.n_questions}")
 
     def tiny_config(self) -> TinyConfig:
-        heads = max(self.hidden_size // 16, 2)
-        return TinyConfig(seed=self.seed, world_seed=self.seed, tokenizer="words", vocab_size=1024,
-                          hidden_size=self.hidden_size, intermediate_size=2 * self.hidden_size,
-                          num_layers=self.num_layers, num_heads=heads, num_kv_heads=heads // 2)
+        return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers)
 
 
 def stage(n: int, message: str, *args) -> None:
@@ -76,8 +73,7 @@ def write_task(task: ToyPolicyTask, out: Path, samples: int, seed: int) -> Path:
 
 
 def tiny_policy(out: Path, cfg: TinyConfig) -> Path:
-    card = out / CARD_NAME
-    if card.exists() and json.loads(card.read_text())["config"] == asdict(cfg):
+    if built_from(out, cfg):
         stage(2, "reusing tiny policy at %s", out)
         return out
     stage(2, "building tiny policy at %s", out)

@@ -19,11 +19,11 @@ import logging
 import random
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from openrm import protocol
-from openrm.tiny import CARD_NAME, TinyConfig
+from openrm.tiny import TinyConfig, built_from
 from openrm.tiny import build as build_tiny
 from openrm.toyworld import DOMAINS, ToyWorld, WorldSize, write_dataset
 from retrieval.build_index import build_index
@@ -62,10 +62,7 @@ class QuickstartArguments:
             raise ValueError(f"recombined_share must be in [0, 1], got {self.recombined_share}")
 
     def tiny_config(self) -> TinyConfig:
-        heads = max(self.hidden_size // 16, 2)
-        return TinyConfig(seed=self.seed, world_seed=self.seed, tokenizer="words", vocab_size=1024,
-                          hidden_size=self.hidden_size, intermediate_size=2 * self.hidden_size,
-                          num_layers=self.num_layers, num_heads=heads, num_kv_heads=heads // 2)
+        return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers)
 
 
 def stage(n: int, message: str, *args) -> None:
@@ -86,8 +83,7 @@ def toy_indexes(corpora: Path, out: Path) -> dict[str, Path]:
 
 
 def tiny_model(out: Path, cfg: TinyConfig) -> Path:
-    card = out / CARD_NAME
-    if card.exists() and json.loads(card.read_text())["config"] == asdict(cfg):
+    if built_from(out, cfg):
         stage(3, "reusing tiny judge at %s", out)
         return out
     stage(3, "building tiny judge at %s", out)

@@ -78,3 +78,18 @@ def test_words_tokenizer_keeps_names_and_values_whole_wherever_they_stand(tmp_pa
     assert tok.decode(tok.encode("Draiax's 数据", add_special_tokens=False)) == "Draiax's 数据"
     with pytest.raises(ValueError, match="tokenizer"):
         TinyConfig(tokenizer="chars")
+
+
+def test_built_from_recognises_only_the_same_config(tiny_dir, tmp_path):
+    from openrm.tiny import built_from
+
+    assert built_from(tiny_dir, TinyConfig())
+    assert not built_from(tiny_dir, TinyConfig(seed=1))
+    assert not built_from(tmp_path, TinyConfig())  # no card: nothing built there
+
+
+def test_the_whole_word_recipe_derives_heads_from_the_width():
+    cfg = TinyConfig.whole_word(3, 128, 4)
+    assert (cfg.seed, cfg.world_seed, cfg.tokenizer, cfg.num_layers) == (3, 3, "words", 4)
+    assert (cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size) == (8, 4, 256)
+    assert (TinyConfig.whole_word(0, 16, 2).num_heads, TinyConfig.whole_word(0, 16, 2).num_kv_heads) == (2, 1)
