@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.loaders import COERCED, BadRow, Skip, answer_text, read_rows
+from eval.loaders import COERCED, BadRow, Skip, answer_text, object_rows
 
 logger = logging.getLogger(__name__)
 
@@ -149,14 +149,12 @@ def load_candidate_sets(path: str | Path, rating: str = "overall_score", split: 
         raise ValueError(f"rating must be one of {RATINGS}, got {rating!r}")
     loaded = LoadedSets(str(path), [])
     seen: set[str] = set()
-    for index, (where, row) in enumerate(read_rows(path, split)):
+    for index, where, row in object_rows(path, split):
         if limit is not None and len(loaded.sets) >= limit:
             break
         try:
             if isinstance(row, BadRow):
                 raise row
-            if not isinstance(row, Mapping):
-                raise BadRow(f"a row must be an object, got {type(row).__name__}")
             got = read_candidate_set(row, index, where, rating, loaded, seen)
         except BadRow as exc:
             loaded.skipped.append(Skip(where, str(exc)))

@@ -105,6 +105,15 @@ def read_rows(path: str | Path, split: str | None = None) -> Iterator[tuple[str,
             yield f"{path}:{n}", BadRow(f"not JSON ({exc.msg})")
 
 
+def object_rows(path: str | Path, split: str | None = None) -> Iterator[tuple[int, str, Any]]:
+    """(index, where, row) for every row of `read_rows`; a row that is unreadable or not a JSON object comes as a
+    `BadRow` for the caller to count."""
+    for index, (where, row) in enumerate(read_rows(path, split)):
+        if not isinstance(row, BadRow | Mapping):
+            row = BadRow(f"a row must be an object, got {type(row).__name__}")
+        yield index, where, row
+
+
 def _text(row: Mapping[str, Any], key: str) -> str:
     if key not in row or row[key] is None:
         raise BadRow(f"missing field {key!r}")
@@ -171,14 +180,12 @@ def _collect(benchmark: str, path: str | Path, split: str | None, convert, limit
     otherwise `check_benchmark_example`."""
     out = Loaded(benchmark, str(path), [], notes=dict(notes or {}))
     seen: set[str] = set()
-    for index, (where, row) in enumerate(read_rows(path, split)):
+    for index, where, row in object_rows(path, split):
         if limit is not None and len(out.examples) >= limit:
             break
         try:
             if isinstance(row, BadRow):
                 raise row
-            if not isinstance(row, Mapping):
-                raise BadRow(f"a row must be an object, got {type(row).__name__}")
             converted = convert(row, index)
             made = converted if isinstance(converted, list) else [converted]  # RM-Bench: nine pairs per row
             for example in made:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.candidate_sets import RATINGS, CandidateSet, LoadedSets, gold_rating, read_candidate_set
-from eval.loaders import COERCED, BadRow, Skip, answer_text, read_rows
+from eval.loaders import COERCED, BadRow, Skip, answer_text, object_rows
 
 logger = logging.getLogger(__name__)
 
@@ -161,14 +161,12 @@ def load_preference_sets(path: str | Path, rating: str = "overall_score", split:
         raise ValueError(f"rating must be one of {RATINGS}, got {rating!r}")
     fields = parse_fields(fields) if fields else None
     loaded = LoadedSets(str(path), [])
-    for index, (where, row) in enumerate(read_rows(path, split)):
+    for index, where, row in object_rows(path, split):
         if limit is not None and len(loaded.sets) >= limit:
             break
         try:
             if isinstance(row, BadRow):
                 raise row
-            if not isinstance(row, Mapping):
-                raise BadRow(f"a row must be an object, got {type(row).__name__}")
             row = _mapped(row, fields) if fields else row
             if "chosen" in row or "rejected" in row:
                 got = read_pair(row, index, where, loaded)
