@@ -1,0 +1,149 @@
+"""The rubric record: a weighted list of assessment items (title, description, weight), read strictly from JSON.
+
+    rubric = parse_rubric('[{"title": "Names Kalon", "description": "Says what Kalon is.", "weight": 3}]')
+    rubric.weights            # normalised to sum 1
+    parse_rubric("not json")  # RubricError: rubric: not JSON (...)
+
+`parse_rubric` raises `RubricError` and nothing else, whatever it is given; the error names the offending field
+(`items[2].weight`). Accepted: one JSON array of item objects, optionally wrapped in a single markdown code fence,
+with nothing else around it. Every item has exactly the keys title, description and weight; weights are finite
+and positive (the issue's spec: items reward, they never penalise).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+FIELDS = ("title", "description", "weight")
+MAX_ITEMS = 32
+_FENCE = re.compile(r"\A```[A-Za-z]*[ \t]*\n?(.*?)\n?```\Z", re.DOTALL)
+
+
+class RubricError(ValueError):
+    """A rubric that cannot be used; `field` names where (`rubric`, `items[1].title`, ...)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field, self.message = field, message
+
+
+@dataclass(frozen=True)
+class RubricItem:
+    title: str
+    description: str
+    weight: float  # as written, > 0; `Rubric.weights` gives the normalised ones
+
+    def text(self) -> str:
+        return f"{self.title}: {self.description}"
+
+
+@dataclass(frozen=True)
+class Rubric:
+    items: tuple[RubricItem, ...]
+
+    def __post_init__(self) -> None:
+        if not self.items:
+            raise RubricError("items", "a rubric needs at least one item")
+        for i, item in enumerate(self.items):
+            _check_item_values(i, item.title, item.description, item.weight)
+
+    @property
+    def weights(self) -> tuple[float, ...]:
+        """The item weights divided by their sum (they sum to 1)."""
+        total = math.fsum(item.weight for item in self.items)
+        return tuple(item.weight / total for item in self.items)
+
+    def to_json(self) -> str:
+        return json.dumps([{"title": it.title, "description": it.description, "weight": it.weight}
+                           for it in self.items], ensure_ascii=False)
+
+    def render(self) -> str:
+        """The rubric as numbered lines with normalised weights, for a judge's prompt."""
+        return "\n".join(f"{n}. [weight {w:.2f}] {it.title}: {it.description}"
+                         for n, (it, w) in enumerate(zip(self.items, self.weights, strict=True), start=1))
+
+    @classmethod
+    def of(cls, items: Sequence[tuple[str, str, float]]) -> Rubric:
+        return cls(tuple(RubricItem(t, d, float(w)) for t, d, w in items))
+
+
+def _check_item_values(i: int, title: Any, description: Any, weight: Any) -> None:
+    for name, value in (("title", title), ("description", description)):
+        if not isinstance(value, str):
+            raise RubricError(f"items[{i}].{name}", f"must be a string, got {type(value).__name__}")
+        if not value.strip():
+            raise RubricError(f"items[{i}].{name}", "must not be empty")
+    if isinstance(weight, bool) or not isinstance(weight, int | float):
+        raise RubricError(f"items[{i}].weight", f"must be a number, got {type(weight).__name__}")
+    try:
+        finite = math.isfinite(weight)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite or weight <= 0:
+        raise RubricError(f"items[{i}].weight", f"must be a finite number > 0, got {str(weight)[:20]}")
+
+
+def parse_rubric(text: Any, max_items: int = MAX_ITEMS) -> Rubric:
+    """The rubric in `text` (a model's whole reply); `RubricError` naming the field when it is not one."""
+    if not isinstance(text, str):
+        raise RubricError("rubric", f"expected text, got {type(text).__name__}")
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    if not body:
+        raise RubricError("rubric", "empty reply")
+    try:
+        data, end = json.JSONDecoder().raw_decode(body)
+    except json.JSONDecodeError as exc:
+        start = body.find("[")
+        hint = " (text before the JSON)" if start > 0 and _decodes(body[start:]) else ""
+        raise RubricError("rubric", f"not JSON{hint}: {exc.msg} at character {exc.pos}") from None
+    except RecursionError:
+        raise RubricError("rubric", "JSON nested too deeply") from None
+    if body[end:].strip():
+        raise RubricError("rubric", f"extra text after the JSON: {body[end:].strip()[:40]!r}")
+    if not isinstance(data, list):
+        raise RubricError("rubric", f"must be a JSON array of items, got a JSON {type(data).__name__}")
+    if not data:
+        raise RubricError("rubric", "the list of items is empty")
+    if len(data) > max_items:
+        raise RubricError("rubric", f"{len(data)} items; at most {max_items} allowed")
+    items = []
+    for i, raw in enumerate(data):
+        if not isinstance(raw, dict):
+            raise RubricError(f"items[{i}]", f"must be an object, got {type(raw).__name__}")
+        missing = [f for f in FIELDS if f not in raw]
+        if missing:
+            raise RubricError(f"items[{i}].{missing[0]}", "missing")
+        extra = sorted(set(raw) - set(FIELDS))
+        if extra:
+            raise RubricError(f"items[{i}].{extra[0]}", f"unknown field (an item has only {', '.join(FIELDS)})")
+        _check_item_values(i, raw["title"], raw["description"], raw["weight"])
+        items.append(RubricItem(raw["title"].strip(), raw["description"].strip(), float(raw["weight"])))
+    titles = [it.title.lower() for it in items]
+    for i, title in enumerate(titles):
+        if title in titles[:i]:
+            raise RubricError(f"items[{i}].title", f"repeats items[{titles.index(title)}].title")
+    return Rubric(tuple(items))
+
+
+def _decodes(text: str) -> bool:
+    try:
+        json.JSONDecoder().raw_decode(text)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return True
+
+
+def is_valid(text: Any) -> bool:
+    try:
+        parse_rubric(text)
+    except RubricError:
+        return False
+    return True
