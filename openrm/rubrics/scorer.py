@@ -95,6 +95,7 @@ class ScorerStats:
     ok: int = 0
     failed: int = 0
     failures: Counter = field(default_factory=Counter)  # reason -> count
+    retries: Counter = field(default_factory=Counter)  # HTTP retries by reason (http 429, timeout, ...)
     client: Counter = field(default_factory=Counter)  # summed llm_client counters (http attempts, cache hits, ...)
 
 
@@ -138,6 +139,7 @@ class ChatScorer:
         for key, value in client.stats.summary().items():
             if isinstance(value, int | float) and not isinstance(value, bool) and key != "cache_hit_rate":
                 self.stats.client[key] += value
+        self.stats.retries.update(client.stats.retries)
         failed = [r.error for r in out if not r.ok]
         self.stats.requests += len(out)
         self.stats.ok += len(out) - len(failed)
