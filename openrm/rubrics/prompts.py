@@ -26,7 +26,7 @@ GENERATE_SYSTEM = (
     "entities, facts and sub-questions the request is about over criteria any report could meet. Reply with a "
     'JSON array only: each element is {"title": short name, "description": what a report must do to satisfy it, '
     '"weight": a positive number, larger for what matters more}. Between 2 and 8 items; no text outside the array.')
-GENERATE_COMPACT_SYSTEM = 'Write a JSON rubric (title, description, weight) for the request.'
+GENERATE_COMPACT_SYSTEM = "JSON rubric for:"
 
 RATE_ITEM_SYSTEM = (
     "You grade one report against one criterion of a rubric, ignoring everything the criterion does not ask about. "

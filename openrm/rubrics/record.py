@@ -133,6 +133,14 @@ def parse_rubric(text: Any, max_items: int = MAX_ITEMS) -> Rubric:
     return Rubric(tuple(items))
 
 
+_THINKING = re.compile(r"\A\s*<think>.*?</think>", re.DOTALL)
+
+
+def strip_thinking(text: str) -> str:
+    """`text` without a leading `<think>...</think>` block (reasoning models write one before their answer)."""
+    return _THINKING.sub("", text, count=1) if isinstance(text, str) else text
+
+
 def _decodes(text: str) -> bool:
     try:
         json.JSONDecoder().raw_decode(text)

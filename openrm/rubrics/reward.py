@@ -5,8 +5,9 @@
     R_fmt   = `format_penalty` (< 0) for a rubric that does not parse, else 0
     R_judge = the LLM judge's 1-10 rubric-quality rating mapped onto [0, 1]
 
-An invalid rubric gets only the format penalty (nothing else can be scored). A component the scorer could not
-produce (a failed item rating or quality rating) counts 0 and is logged as a failure (`rubric/*_failures`).
+A leading `<think>...</think>` block is dropped before parsing. An invalid rubric gets only the format penalty
+(nothing else can be scored). A component the scorer could not produce (a failed item rating or quality rating)
+counts 0 and is logged as a failure (`rubric/*_failures`).
 
     reward = RubricGeneratorReward(scorer, HybridWeights())
     GRPOTrainer(..., reward_funcs=[reward])    # logs rubric/preference, rubric/format, rubric/judge, ...
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from openrm.reward import completion_text
-from openrm.rubrics.record import Rubric, RubricError, parse_rubric
+from openrm.rubrics.record import Rubric, RubricError, parse_rubric, strip_thinking
 from openrm.rubrics.scorer import RubricAsk, Scorer, score_reports
 from openrm.rubrics.scoring import normalise_rating
 
@@ -101,7 +102,7 @@ class RubricGeneratorReward:
         errors: list[str] = []
         for text in texts:
             try:
-                rubrics.append(parse_rubric(text))
+                rubrics.append(parse_rubric(strip_thinking(text)))
                 errors.append("")
             except RubricError as exc:
                 rubrics.append(None)

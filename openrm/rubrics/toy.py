@@ -23,6 +23,7 @@ import json
 import random
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from openrm.rubrics.prompts import generation_messages
@@ -31,18 +32,39 @@ from openrm.toyworld import ToyWorld
 PARTS = ("grpo", "heldout")
 KINDS = ("person", "city", "river")
 MIX = {"specific": 0.25, "generic": 0.25, "wrong_entity": 0.2, "broken": 0.3}
-GENERIC_ITEMS = (
-    ("Clarity", "The report is easy to follow."),
-    ("Structure", "The report has a clear order."),
-    ("Accuracy", "The facts in the report are right."),
-    ("Depth", "The report explains more than the basics."),
-)
+GENERIC_ITEMS = (("Clarity", "Easy to follow."), ("Structure", "Clear order."), ("Accuracy", "Right facts."),
+                 ("Depth", "Explains why."))
 _WORD = re.compile(r"[A-Za-z0-9]+")
+# The JSON between an item's values, and the rubric words, as single tokens of a tiny generator's tokenizer: spelled
+# out byte by byte, a two-item rubric is ~130 tokens; with these it is ~30, which a tiny model learns in minutes.
+JSON_PIECES = ('[{"title": "', '", "description": "', '", "weight": ', '}, {"title": "', "}]")
 
 
 def entity_words(text: str, entities: frozenset[str]) -> set[str]:
     """The task's entity names that occur in `text` as whole words."""
     return {w for w in _WORD.findall(text) if w in entities}
+
+
+def add_rubric_tokens(model_dir: str | Path) -> int:
+    """Add `JSON_PIECES` and every word of the toy rubrics to the tokenizer in `model_dir` (a tiny model from
+    openrm/tiny.py), resize the model's embeddings and save both; returns the number of tokens added."""
+    from tokenizers import AddedToken
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    words = sorted({w for t, d in GENERIC_ITEMS for w in _WORD.findall(f"{t} {d}")} | {"Covers", "About"})
+    added = tok.add_tokens([AddedToken(p, normalized=False) for p in JSON_PIECES]
+                           + [AddedToken(w, single_word=True, normalized=False) for w in words])
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    model.resize_token_embeddings(len(tok))
+    model.save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    return added
+
+
+def toy_entities(world: ToyWorld) -> frozenset[str]:
+    """Every one-word entity a toy rubric query can be about (what the toy scorer recognises in text)."""
+    return frozenset(d.subject for d in world.documents if d.kind in KINDS and " " not in d.subject)
 
 
 class ToyRubricTask:
@@ -54,7 +76,7 @@ class ToyRubricTask:
         if n_queries < 4 or n_queries > len(docs):
             raise ValueError(f"n_queries must be in [4, {len(docs)}], got {n_queries}")
         self.world, self.seed = world, seed
-        self.entities = frozenset(d.subject for d in docs)
+        self.entities = toy_entities(world)
         self._docs = docs
         chosen = random.Random(f"rubric-task:{seed}").sample(docs, n_queries)
         ranked = sorted(chosen, key=lambda d: hashlib.sha256(self.query(d.subject).encode()).hexdigest())
@@ -89,7 +111,7 @@ class ToyRubricTask:
                    for t, d in rng.sample(GENERIC_ITEMS, rng.randint(1, 2))]
         if kind in ("specific", "wrong_entity", "broken"):
             name = entity if kind != "wrong_entity" else rng.choice(sorted(self.entities - {entity}))
-            named = {"title": f"Covers {name}", "description": f"The report is about {name}.",
+            named = {"title": f"Covers {name}", "description": f"About {name}.",
                      "weight": rng.randint(2, 4)}
             items = [named, *generic]
         elif kind == "generic":
@@ -100,8 +122,8 @@ class ToyRubricTask:
         text = json.dumps(items)
         if kind == "broken":
             flaw = rng.choice(("truncated", "no_weight", "zero_weight", "trailing"))
-            if flaw == "truncated":
-                text = text[:rng.randint(len(text) // 3, len(text) - 2)]
+            if flaw == "truncated":  # cut after an item's weight: no closing brackets
+                text = text[:text.rindex("}")]
             elif flaw == "no_weight":
                 text = json.dumps([{k: v for k, v in it.items() if k != "weight"} for it in items])
             elif flaw == "zero_weight":
