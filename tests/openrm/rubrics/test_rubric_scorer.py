@@ -18,7 +18,7 @@ from loopback import serve, transformers_serve
 from data_synthesis.llm_client import ClientConfig
 from openrm.rubrics import ChatScorer, PairAsk, ReportAsk, Rubric, RubricAsk
 from openrm.rubrics.scorer import score_reports
-from openrm.rubrics.toy_scorer import ToyScorer, chat_completion, scorer_app
+from openrm.rubrics.toy_scorer import ToyScorer, chat_completion
 
 FAST = {"timeout_s": 0.5, "backoff_base_s": 0.001, "backoff_max_s": 0.01}
 ENTITIES = frozenset({"Velaen", "Thedaeth", "Zanniar", "Lomoix"})
