@@ -1,0 +1,59 @@
+"""Rubric rewards for policies: a rubric per prompt is generated once and cached on disk (a second book generates
+nothing), an unparseable one falls back to the general rubric (counted), the pointwise reward equals Eq. 2 under the
+toy rule, and the `rubric` column reaches a group judge's prompt."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from openrm.rubrics.policy_reward import RubricBook, RubricScoreReward, add_rubric_column
+from openrm.rubrics.toy_scorer import ToyScorer
+
+GOOD = json.dumps([{"title": "Covers Velaen", "description": "About Velaen.", "weight": 3},
+                   {"title": "Clarity", "description": "Easy to follow.", "weight": 1}])
+
+
+class CountingGenerator:
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def generate(self, queries, samples, temperature, seed):
+        self.asked += list(queries)
+        return [[GOOD if "Velaen" in q else "not a rubric"] for q in queries]
+
+
+def test_rubrics_are_generated_once_and_cached(tmp_path):
+    gen = CountingGenerator()
+    book = RubricBook(gen, tmp_path / "rubrics.jsonl")
+    queries = ["Write about Velaen.", "Write about Zanniar.", "Write about Velaen."]
+    rubrics = book.rubrics(queries)
+    assert gen.asked == ["Write about Velaen.", "Write about Zanniar."]
+    assert rubrics[0].items[0].title == "Covers Velaen" and rubrics[0] == rubrics[2]
+    assert rubrics[1].items[0].title == "Relevance" and book.fallbacks == 1  # the general rubric stood in
+    again = CountingGenerator()
+    assert RubricBook(again, tmp_path / "rubrics.jsonl").rubrics(queries) == rubrics and again.asked == []
+
+
+def test_pointwise_reward_is_eq2_under_the_toy_rule(tmp_path):
+    book = RubricBook(CountingGenerator(), tmp_path / "r.jsonl")
+    reward = RubricScoreReward(ToyScorer({"Velaen", "Zanniar"}), book)
+    logged = {}
+    out = reward(["p"] * 3, [[{"role": "assistant", "content": t}] for t in
+                             ("Velaen was a physician.", "Zanniar was a botanist.", "Velaen again.")],
+                 question=["Write about Velaen."] * 3, log_metric=logged.__setitem__)
+    # item 1 (weight 3/4): 10 when Velaen is mentioned, else 1; item 2 (1/4): always 5
+    assert all(math.isclose(a, b) for a, b in zip(out, [0.75 + 0.25 * 4 / 9, 0.25 * 4 / 9, 0.75 + 0.25 * 4 / 9],
+                                                  strict=True))
+    assert logged == {"rubric_policy/failed": 0.0, "rubric_policy/fallback_rubrics": 0.0}
+
+
+def test_rubric_column_reaches_the_group_judge_prompt(tmp_path):
+    from openrm.tournament.judges import GroupRequest
+    from openrm.tournament.rubric_judge import judge_messages
+
+    rows = add_rubric_column([{"question": "Write about Velaen.", "prompt": "x"}],
+                             RubricBook(CountingGenerator(), tmp_path / "r.jsonl"))
+    assert rows[0]["rubric"].startswith("1. [weight 0.75] Covers Velaen: About Velaen.")
+    messages = judge_messages(GroupRequest(rows[0]["question"], rows[0]["rubric"], ("a", "b", "c"), 1))
+    assert "Covers Velaen" in messages[-1]["content"]
