@@ -111,7 +111,9 @@ def test_two_grpo_steps_change_the_weights_and_log_every_component(generator_dir
 def test_paper_config_carries_the_papers_values():
     from train import grpo_rubric_generator as g
 
-    script, training, model = g.parse(["--config", str(ROOT / "configs/grpo_rubric_generator/qwen3-14b_paper.yaml")])
+    # on a machine without a GPU, TrainingArguments refuses bf16 unless told the run is on CPU
+    script, training, model = g.parse(["--config", str(ROOT / "configs/grpo_rubric_generator/qwen3-14b_paper.yaml"),
+                                       "--use_cpu", "true"])
     assert model.model_name_or_path == "Qwen/Qwen3-14B"
     assert (training.num_generations, training.beta, training.epsilon, training.weight_decay) == (8, 0.0, 0.2, 0.1)
     assert training.lr_scheduler_type == "constant" and training.temperature == 1.0
