@@ -5,6 +5,10 @@ backend returns is exactly what was sampled. Backends: `HFGenerator` (transforme
 (optional import; TRL's colocated engine when training with `use_vllm`), `OpenAIGenerator` (vLLM's
 OpenAI-compatible completions endpoint, for a served judge).
 
+A multi-turn caller opens a `Session` over its rows (`open_session`): a backend that can keep per-row state
+between turns offers one (`HFGenerator.session`: each row's KV cache, `openrm/kv_session.py`); any other backend
+gets a `ResendSession`, which sends each row's whole context again every turn.
+
 `transformers serve` (5.17) cannot back `OpenAIGenerator`: its /v1/completions takes only a string prompt
 (400 on token ids), rejects fields it does not know, e.g. `return_tokens_as_token_ids` and `top_k` (422),
 ignores `logprobs` and returns text only; /v1/chat/completions and /v1/responses ignore log-probs too.
@@ -63,6 +67,54 @@ class Generator(Protocol):
         ...
 
 
+class Session(Protocol):
+    """Generation over a fixed set of rows (one per prompt given when it was opened), turn by turn: `generate`
+    continues the rows named (each from everything it holds so far), `extend` appends environment tokens to a
+    row's context, `close` says a row is done (its state may be freed)."""
+
+    def generate(self, rows: Sequence[int], params: SamplingParams) -> list[Generation]:
+        """One `Generation` per row index in `rows`, in order; the sampled ids join each row's context."""
+        ...
+
+    def extend(self, row: int, ids: Sequence[int]) -> None: ...
+
+    def close(self, row: int) -> None: ...
+
+
+class ResendSession:
+    """Any `Generator` as a `Session`: every turn sends each row's whole context (prompt + all turns so far)."""
+
+    def __init__(self, generator: Generator, prompts: Sequence[Sequence[int]]):
+        self.generator = generator
+        self.contexts: list[list[int] | None] = [[int(t) for t in p] for p in prompts]
+
+    def generate(self, rows: Sequence[int], params: SamplingParams) -> list[Generation]:
+        gens = self.generator.generate([self._context(i) for i in rows], params)
+        if len(gens) != len(rows):
+            raise RuntimeError(f"generator returned {len(gens)} generations for {len(rows)} prompts")
+        for i, gen in zip(rows, gens, strict=True):
+            self._context(i).extend(gen.token_ids)
+        return gens
+
+    def extend(self, row: int, ids: Sequence[int]) -> None:
+        self._context(row).extend(int(t) for t in ids)
+
+    def close(self, row: int) -> None:
+        self.contexts[row] = None
+
+    def _context(self, row: int) -> list[int]:
+        context = self.contexts[row]
+        if context is None:
+            raise ValueError(f"row {row} was closed")
+        return context
+
+
+def open_session(generator: Generator, prompts: Sequence[Sequence[int]]) -> Session:
+    """The generator's own session when it offers one (`generator.session(prompts)`), else a `ResendSession`."""
+    opener = getattr(generator, "session", None)
+    return opener(prompts) if callable(opener) else ResendSession(generator, prompts)
+
+
 class _StopWatch:
     """transformers' `StopStringCriteria` applied to the *generated* columns only (stock `stop_strings=` also
     matches a stop string that starts inside the prompt, which vLLM and our trimming do not), remembering the
@@ -85,12 +137,17 @@ class HFGenerator:
     """`model.generate` in batches of left-padded prompts. `model` may be peft-wrapped; its train/eval modes are
     restored afterwards. Log-probs are `log_softmax(logits / T)` at the sampled token (T = 1 when greedy), as
     TRL's GRPOTrainer recomputes them, so the importance ratio is 1 on-policy. Only the sampling knobs below apply:
-    the model's own generation defaults (e.g. Qwen's repetition_penalty) are overridden with neutral values."""
+    the model's own generation defaults (e.g. Qwen's repetition_penalty) are overridden with neutral values.
 
-    def __init__(self, model, tokenizer, batch_size: int | None = None):
+    `session(prompts)` (what the rollout uses) keeps each row's KV cache between turns when `reuse_cache` (a
+    `KVSession`: a turn prefills only what the row gained since its last one); `reuse_cache=False` gives a
+    `ResendSession` over `generate`, which prefills every row's whole context again each turn."""
+
+    def __init__(self, model, tokenizer, batch_size: int | None = None, reuse_cache: bool = True):
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.reuse_cache = reuse_cache
         config = model.generation_config
         eos = config.eos_token_id
         eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
@@ -104,21 +161,36 @@ class HFGenerator:
         self._stop_criteria: dict[tuple[str, ...], object] = {}  # building one scans the whole vocabulary
 
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[Generation]:
-        import torch
-
         rows = [[int(t) for t in p] for p in prompts]
         if any(not row for row in rows):
             raise ValueError("every prompt needs at least one token")
         if not rows:
             return []
         size = self.batch_size or len(rows)
+        with self.running(params) as device:
+            return [g for start in range(0, len(rows), size)
+                    for g in self._batch(rows[start:start + size], params, device)]
+
+    def session(self, prompts: Sequence[Sequence[int]]) -> Session:
+        """A multi-turn session over `prompts` (see the class docstring)."""
+        from openrm import kv_session
+
+        if self.reuse_cache and kv_session.fits(self.model):
+            return kv_session.KVSession(self, prompts)
+        return ResendSession(self, prompts)
+
+    @contextlib.contextmanager
+    def running(self, params: SamplingParams):
+        """The model in eval mode under inference mode, torch seeded by `params.seed`; yields the model's device.
+        Modes are restored afterwards, module by module."""
+        import torch
+
         device = next(self.model.parameters()).device
         modes = [(m, m.training) for m in self.model.modules()]
         self.model.eval()
         try:
             with torch.inference_mode(), _seeded(params.seed, device):
-                return [g for start in range(0, len(rows), size)
-                        for g in self._batch(rows[start:start + size], params, device)]
+                yield device
         finally:
             for module, training in modes:
                 module.training = training
@@ -144,7 +216,7 @@ class HFGenerator:
         watch = None
         criteria = StoppingCriteriaList()
         if params.stop:
-            watch = _StopWatch(self._stop_criterion(params.stop), width, len(rows))
+            watch = _StopWatch(self.stop_criterion(params.stop), width, len(rows))
             criteria.append(watch)
         out = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
                                   generation_config=config, stopping_criteria=criteria)
@@ -153,10 +225,10 @@ class HFGenerator:
         logprobs = torch.stack([  # [B, G]; one step at a time: [B, G, V] would not fit for a real vocabulary
             torch.log_softmax(step.float() / temperature, dim=-1).gather(-1, generated[:, t:t + 1]).squeeze(-1)
             for t, step in enumerate(out.logits)], dim=1)
-        return [self._finish(generated[i].tolist(), logprobs[i].tolist(), watch.first[i] if watch else None,
+        return [self.finish(generated[i].tolist(), logprobs[i].tolist(), watch.first[i] if watch else None,
                              params) for i in range(len(rows))]
 
-    def _stop_criterion(self, stop: Sequence[str]):
+    def stop_criterion(self, stop: Sequence[str]):
         from transformers import StopStringCriteria
 
         stop = tuple(stop)
@@ -164,8 +236,8 @@ class HFGenerator:
             self._stop_criteria[stop] = StopStringCriteria(tokenizer=self.tokenizer, stop_strings=list(stop))
         return self._stop_criteria[stop]
 
-    def _finish(self, ids: list[int], logprobs: list[float], stop_step: int | None,
-                params: SamplingParams) -> Generation:
+    def finish(self, ids: list[int], logprobs: list[float], stop_step: int | None,
+               params: SamplingParams) -> Generation:
         """Trim one row's generated columns to what was really sampled, and say why it ended."""
         eos_step = next((i for i, t in enumerate(ids) if t in self.eos_ids), None)
         end = min(s for s in (stop_step, eos_step, len(ids) - 1) if s is not None)

@@ -5,6 +5,10 @@ Token ids are kept exactly as the generator sampled them; only the environment's
 tokenised here, and they are masked out of the loss. A trajectory that ends with `</answer>` gets the EOS token
 appended (masked), so trainers that detect truncation by a final EOS (TRL) see it as finished.
 
+The generator is driven through a `Session` (`openrm.generation.open_session`): with `HFGenerator` each row keeps
+its KV cache across turns, so a turn prefills only the `<information>` block it was given; other backends get
+their whole context re-sent every turn.
+
     trajectories = rollout(prompt_ids, HFGenerator(model, tok), ToolBox(...), tok, RolloutConfig())
 """
 
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from openrm import protocol
-from openrm.generation import Generator, SamplingParams
+from openrm.generation import Generator, SamplingParams, open_session
 from openrm.protocol import ToolCall
 from openrm.tools import ToolBox, ToolResult
 
@@ -98,6 +102,7 @@ def rollout(prompts: Sequence[Sequence[int]], generator: Generator, toolbox: Too
     """Run every prompt to its end; one `Trajectory` per prompt, in order. `toolbox=None`: no-tool judging
     (a search is answered with a message saying no tools are available)."""
     rows = [Trajectory(list(p)) for p in prompts]
+    session = open_session(generator, [row.prompt_ids for row in rows])
     calls_made = [0] * len(rows)
     active = list(range(len(rows)))
     eos = _eos_id(tokenizer)
@@ -109,7 +114,7 @@ def rollout(prompts: Sequence[Sequence[int]], generator: Generator, toolbox: Too
         for cap in sorted({min(cfg.sampling.max_new_tokens, b) for b in budget.values()}):
             group = [i for i in active if min(cfg.sampling.max_new_tokens, budget[i]) == cap]
             params = replace(cfg.sampling, max_new_tokens=cap, stop=stops)
-            gens = generator.generate([rows[i].prompt_ids + rows[i].completion_ids for i in group], params)
+            gens = session.generate(group, params)
             if len(gens) != len(group):
                 raise RuntimeError(f"generator returned {len(gens)} generations for {len(group)} prompts")
             outputs.update(zip(group, gens, strict=True))
@@ -154,9 +159,14 @@ def rollout(prompts: Sequence[Sequence[int]], generator: Generator, toolbox: Too
                 row = rows[i]
                 row.tool_results.append(result)
                 room = cfg.max_completion_tokens - len(row.completion_ids)
-                row.extend(information_ids(tokenizer, result, min(cfg.max_information_tokens, room)), None)
+                information = information_ids(tokenizer, result, min(cfg.max_information_tokens, room))
+                row.extend(information, None)
+                session.extend(i, information)
                 if len(row.completion_ids) >= cfg.max_completion_tokens:
                     row.finish_reason = "length"
+        for i in active:
+            if rows[i].finish_reason is not None:
+                session.close(i)
         active = [i for i in active if rows[i].finish_reason is None]
     return rows
 

@@ -1,0 +1,202 @@
+"""Multi-turn HF generation that keeps each row's KV cache between turns (the `HFGenerator`'s `Session`).
+
+A turn prefills only what a row gained since its last turn (its last sampled token, which was never fed, and the
+environment's `<information>` tokens), then decodes token by token with the model's forward and a `DynamicCache`;
+a row leaves the decoding batch as soon as it stops. Opened by `HFGenerator.session(prompts)`, which is what
+`openrm.rollout.rollout` uses:
+
+    session = HFGenerator(model, tokenizer).session(prompts)
+    gens = session.generate([0, 1], params); session.extend(0, information_ids); session.close(1)
+
+Layout of one turn's batch: cached tokens right-aligned in columns [0, W), the pending tokens right-aligned in
+[W, W + L), the sampled tokens after them. Gaps are masked out of attention and `position_ids` count only a row's
+real tokens, so each row sees exactly its own sequence (up to float rounding of differently shaped matmuls).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from openrm.generation import Generation, SamplingParams
+
+if TYPE_CHECKING:
+    import torch
+
+    from openrm.generation import HFGenerator
+
+logger = logging.getLogger(__name__)
+
+
+class _Row:
+    """One row between turns: its cached keys/values (per layer `[H_kv, T, D]`, no gaps) and the tokens of its
+    context that the model has not seen yet."""
+
+    __slots__ = ("keys", "values", "pending")
+
+    def __init__(self, pending: list[int]):
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        self.pending = pending
+
+    @property
+    def cached(self) -> int:
+        return self.keys[0].shape[1] if self.keys else 0
+
+
+def fits(model) -> bool:
+    """Whether every attention layer of `model` attends to the whole context: a sliding window counts cache
+    columns, which the gaps of this layout would distort, so such models re-send whole contexts instead."""
+    types = getattr(model.config.get_text_config(decoder=True), "layer_types", None) or ()
+    if any(t != "full_attention" for t in types):
+        logger.info("layer types %s: re-sending whole contexts each turn instead of keeping KV caches",
+                    sorted(set(types)))
+        return False
+    return True
+
+
+class KVSession:
+    """A `Session` over an `HFGenerator`'s model (one that `fits`). Rows are decoded in chunks of the generator's
+    `batch_size`."""
+
+    def __init__(self, generator: HFGenerator, prompts: Sequence[Sequence[int]]):
+        self.generator = generator
+        self.rows: list[_Row | None] = [_Row([int(t) for t in p]) for p in prompts]
+        if any(not row.pending for row in self.rows):
+            raise ValueError("every prompt needs at least one token")
+
+    def generate(self, rows: Sequence[int], params: SamplingParams) -> list[Generation]:
+        states = [self._row(i) for i in rows]
+        if len(set(rows)) != len(rows):
+            raise ValueError("a row can take only one turn at a time")
+        size = self.generator.batch_size or max(len(states), 1)
+        with self.generator.running(params) as device:
+            return [g for start in range(0, len(states), size)
+                    for g in self._turn(states[start:start + size], params, device)]
+
+    def extend(self, row: int, ids: Sequence[int]) -> None:
+        self._row(row).pending.extend(int(t) for t in ids)
+
+    def close(self, row: int) -> None:
+        self.rows[row] = None
+
+    def _row(self, i: int) -> _Row:
+        row = self.rows[i]
+        if row is None:
+            raise ValueError(f"row {i} was closed")
+        return row
+
+    def _turn(self, states: list[_Row], params: SamplingParams, device) -> list[Generation]:
+        """One turn of `states` (a chunk): prefill what each row has pending, then decode until every row stops."""
+        import torch
+
+        gen, model = self.generator, self.generator.model
+        width, span = max(s.cached for s in states), max(len(s.pending) for s in states)
+        mask = torch.zeros(len(states), width + span, dtype=torch.long)  # [B, W + L]; 1 = a real token
+        input_ids = torch.full((len(states), span), gen.pad_id, dtype=torch.long)  # [B, L]
+        for b, s in enumerate(states):
+            mask[b, width - s.cached:width] = 1
+            mask[b, width + span - len(s.pending):] = 1
+            input_ids[b, span - len(s.pending):] = torch.tensor(s.pending)
+        cache = self._batched_cache(states, width, device)
+        mask = mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, width:]  # [B, L]; a row's own token count
+        logits = model(input_ids=input_ids.to(device), attention_mask=mask, position_ids=positions,
+                       past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1]  # [B, V]
+
+        live = list(range(len(states)))  # chunk index of each batch row still decoding
+        ids: list[list[int]] = [[] for _ in states]
+        logprobs: list[list[float]] = [[] for _ in states]
+        out: list[Generation | None] = [None] * len(states)
+        criterion = gen.stop_criterion(params.stop) if params.stop else None
+        sampled = torch.empty(len(states), 0, dtype=torch.long, device=device)  # [B, steps]: this turn's tokens
+        while True:
+            token, logprob = _pick(logits, params)  # [B], [B]
+            sampled = torch.cat([sampled, token[:, None]], dim=1)
+            stopped = criterion(sampled, None) if criterion is not None else torch.zeros_like(token, dtype=torch.bool)
+            done = []
+            for b, (t, lp, hit) in enumerate(zip(token.tolist(), logprob.tolist(), stopped.tolist(), strict=True)):
+                row = live[b]
+                ids[row].append(t)
+                logprobs[row].append(lp)
+                if hit or t in gen.eos_ids or len(ids[row]) >= params.max_new_tokens:
+                    out[row] = gen.finish(ids[row], logprobs[row], len(ids[row]) - 1 if hit else None, params)
+                    self._store(states[row], cache, mask, b, out[row].token_ids, len(ids[row]))
+                    done.append(b)
+            if len(done) == len(live):
+                return out
+            if done:
+                keep = [b for b in range(len(live)) if b not in done]
+                live = [live[b] for b in keep]
+                index = torch.tensor(keep, device=device)
+                cache.batch_select_indices(index)
+                mask, sampled, token = mask[index], sampled[index], token[index]
+                mask = self._compact(cache, mask)
+            mask = torch.cat([mask, mask.new_ones(len(live), 1)], dim=1)
+            logits = model(input_ids=token[:, None], attention_mask=mask, position_ids=mask.sum(-1, keepdim=True) - 1,
+                           past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
+
+    def _batched_cache(self, states: list[_Row], width: int, device):
+        """A `DynamicCache` holding every row's keys/values right-aligned in `width` columns (None when empty)."""
+        import torch
+        from transformers import DynamicCache
+
+        config = self.generator.model.config
+        if width == 0:
+            return DynamicCache(config=config)
+        layers = []
+        for layer in range(len(next(s for s in states if s.keys).keys)):
+            ref = next(s for s in states if s.keys).keys[layer]  # [H_kv, T, D]
+            keys = ref.new_zeros(len(states), ref.shape[0], width, ref.shape[2])  # [B, H_kv, W, D]
+            values = torch.zeros_like(keys)
+            for b, s in enumerate(states):
+                if s.keys:
+                    keys[b, :, width - s.cached:] = s.keys[layer]
+                    values[b, :, width - s.cached:] = s.values[layer]
+            layers.append((keys.to(device), values.to(device)))
+        return DynamicCache(ddp_cache_data=layers, config=config)
+
+    @staticmethod
+    def _store(state: _Row, cache, mask, b: int, kept: list[int], sampled: int) -> None:
+        """Keep batch row `b`'s real cached columns (gaps dropped) for its next turn. Its last kept token was never
+        fed, so it is what the row has pending; when the stop-string trim kept fewer tokens than were sampled, the
+        columns of the dropped ones go too."""
+        real = mask[b].nonzero().flatten()  # [T + sampled - 1] column indices of real tokens
+        real = real[:len(real) - (sampled - len(kept))]
+        state.keys = [layer.keys[b][:, real].clone() for layer in cache.layers]  # [H_kv, T', D] each
+        state.values = [layer.values[b][:, real].clone() for layer in cache.layers]
+        state.pending = [kept[-1]]
+
+    @staticmethod
+    def _compact(cache, mask):
+        """Drop the columns that are gaps in every remaining row (they appear when the longest rows leave)."""
+        used = mask.bool().any(0)  # [W']
+        if bool(used.all()):
+            return mask
+        for layer in cache.layers:
+            layer.keys, layer.values = layer.keys[:, :, used], layer.values[:, :, used]
+        return mask[:, used]
+
+
+def _pick(logits, params: SamplingParams):
+    """Next tokens and their log-probs from `logits` [B, V]: greedy (argmax) at temperature 0, else sampled after
+    transformers' temperature, top-k and top-p warpers in `generate`'s order. The log-prob is log_softmax(logits / T)
+    at the token (T = 1 when greedy), as `HFGenerator.generate` reports it."""
+    import torch
+
+    logits = logits.float()
+    if params.temperature == 0:
+        token = logits.argmax(-1)  # [B]
+        return token, torch.log_softmax(logits, -1).gather(-1, token[:, None]).squeeze(-1)
+    from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    scores = logits
+    if params.temperature != 1.0:
+        scores = TemperatureLogitsWarper(params.temperature)(None, scores)
+    if params.top_k:
+        scores = TopKLogitsWarper(params.top_k)(None, scores)
+    if params.top_p < 1.0:
+        scores = TopPLogitsWarper(params.top_p)(None, scores)
+    token = torch.multinomial(torch.softmax(scores, -1), num_samples=1).squeeze(1)  # [B]
+    return token, torch.log_softmax(logits / params.temperature, -1).gather(-1, token[:, None]).squeeze(-1)

@@ -1,0 +1,168 @@
+"""The KV-cache session against re-sending whole contexts, on the tiny model: the same ids and log-probs turn by
+turn (environment tokens appended between turns, rows stopping at different steps and leaving the batch), and a
+whole greedy rollout identical to the re-prefilling one.
+
+Why log-probs are compared with a tolerance: the re-sending path runs a row's context through one left-padded
+forward pass, the session through several (prompt, then each turn's new tokens against the cache) and with other
+gaps. The same sums are taken in other orders and shapes, so float32 results differ in the last bits (measured:
+≤ 1e-6 here); the ids must still be exactly equal.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from openrm import protocol
+from openrm import rollout as rollout_module
+from openrm.generation import HFGenerator, ResendSession, SamplingParams, open_session
+from openrm.kv_session import KVSession
+from openrm.rollout import RolloutConfig, prompt_token_ids, rollout
+from openrm.toyworld import ToyWorld
+
+ATOL = 1e-4  # measured differences stay below 2e-5; a padding or position leak moves log-probs by > 1e-2
+
+
+@pytest.fixture(scope="module")
+def model(tiny_dir):
+    """The tiny model with larger random weights: the stock initialisation is so flat that greedy decoding writes
+    newlines only, which would make 'the same ids' an empty claim."""
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.copy_(torch.randn(p.shape, generator=generator) * 0.3)
+    return model
+
+
+@pytest.fixture(scope="module")
+def prompts(tokenizer):
+    rows = [prompt_token_ids(tokenizer, protocol.judge_messages(e)) for e in ToyWorld(0).examples(4, "test")]
+    rows[1] = rows[1][:200]  # lengths far apart, so left padding and gaps matter
+    assert len({len(r) for r in rows}) == len(rows)
+    return rows
+
+
+def _play(session, turns, params, extra):
+    """Turns over a session: each turn continues the rows named, then appends `extra[row]` environment tokens."""
+    out = []
+    for rows in turns:
+        gens = session.generate(rows, params)
+        out.append([(g.token_ids, g.logprobs, g.finish_reason, g.stop_string) for g in gens])
+        for i in rows:
+            session.extend(i, extra[i])
+    return out
+
+
+def _assert_same(got, expected):
+    assert len(got) == len(expected)
+    for turn_got, turn_expected in zip(got, expected, strict=True):
+        for (ids, lps, finish, stop), (ids2, lps2, finish2, stop2) in zip(turn_got, turn_expected, strict=True):
+            assert ids == ids2 and finish == finish2 and stop == stop2
+            torch.testing.assert_close(torch.tensor(lps), torch.tensor(lps2), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_turns_with_environment_tokens_match_resending(model, tokenizer, prompts, batch_size):
+    extra = {0: tokenizer.encode("\n<information>\nVelmora is a river.\n</information>\n"), 1: [],
+             2: tokenizer.encode(" x"), 3: tokenizer.encode("\n<information>\nnothing\n</information>\n") * 3}
+    turns = [[0, 1, 2, 3], [0, 1, 2, 3], [3, 0], [2], [0, 2, 3]]  # rows skip turns and come back, in any order
+    params = SamplingParams(max_new_tokens=9, temperature=0)
+    kv = HFGenerator(model, tokenizer, batch_size=batch_size).session(prompts)
+    assert isinstance(kv, KVSession)
+    got = _play(kv, turns, params, extra)
+    expected = _play(HFGenerator(model, tokenizer, reuse_cache=False).session(prompts), turns, params, extra)
+    _assert_same(got, expected)
+    assert len({tuple(g[0]) for turn in got for g in turn}) > 5  # the rows really wrote different text
+
+
+def test_rows_that_stop_leave_the_batch_and_resume_exactly(model, tokenizer, prompts):
+    params = SamplingParams(max_new_tokens=24, temperature=0)
+    free = HFGenerator(model, tokenizer, reuse_cache=False).generate(prompts, params)
+    # a stop string from row 0's own text, so row 0 stops early while the others run on; rows that hit it later
+    # stop at their own step
+    text = tokenizer.decode(free[0].token_ids[:6])
+    stopping = SamplingParams(max_new_tokens=24, temperature=0, stop=(text[-2:],))
+    turns = [[0, 1, 2, 3]] * 3
+    extra = {i: tokenizer.encode(f" [{i}]") for i in range(4)}
+    got = _play(HFGenerator(model, tokenizer).session(prompts), turns, stopping, extra)
+    expected = _play(HFGenerator(model, tokenizer, reuse_cache=False).session(prompts), turns, stopping, extra)
+    _assert_same(got, expected)
+    first = got[0]
+    assert first[0][2] == "stop" and len(first[0][0]) <= 6
+    assert {len(g[0]) for g in first} != {len(first[0][0])}  # the others ran longer: rows left the batch
+
+
+def test_sampled_rows_alone_draw_what_generate_draws(model, tokenizer, prompts):
+    """One row per batch consumes the seeded generator step for step as `model.generate` does, so even sampled
+    text (temperature, top-k, top-p) comes out the same; log-probs match a fresh forward pass of the context."""
+    params = SamplingParams(max_new_tokens=12, temperature=0.8, top_k=40, top_p=0.9, seed=3)
+    turns = [[0, 1, 2], [0, 1, 2]]
+    extra = {i: tokenizer.encode(" evidence") for i in range(3)}
+    got = _play(HFGenerator(model, tokenizer, batch_size=1).session(prompts[:3]), turns, params, extra)
+    expected = _play(HFGenerator(model, tokenizer, batch_size=1, reuse_cache=False).session(prompts[:3]), turns,
+                     params, extra)
+    _assert_same(got, expected)
+    context = list(prompts[0]) + got[0][0][0] + extra[0]
+    ids = got[1][0][0]
+    with torch.no_grad():
+        logits = model(torch.tensor([context + ids])).logits[0, len(context) - 1:-1].float()  # [G, V]
+    fresh = torch.log_softmax(logits / 0.8, -1).gather(-1, torch.tensor(ids)[:, None]).squeeze(-1)
+    torch.testing.assert_close(torch.tensor(got[1][0][1]), fresh, atol=ATOL, rtol=0)
+
+
+def test_greedy_rollout_is_identical_to_the_reprefilling_rollout(model, tokenizer, prompts, monkeypatch):
+    """A whole rollout, cache kept vs whole contexts re-sent. The random model never writes `</search>`, so a
+    string it does write often ends a search here: every turn then gets an `<information>` block (an error
+    message, as for a search without its opening tag), and rows end by turns, length or budget at different
+    rounds."""
+    free = HFGenerator(model, tokenizer, reuse_cache=False).generate(prompts, SamplingParams(40, temperature=0))
+    texts = [tokenizer.decode(g.token_ids) for g in free]
+    # the commonest character that some rows write and others do not: those search, the rest run whole turns
+    chars = sorted({c for t in texts for c in t if c.strip()}, key=lambda c: (-sum(t.count(c) for t in texts), c))
+    end = next(c for c in chars if 2 <= sum(c in t for t in texts) <= 3)
+    monkeypatch.setattr(rollout_module, "SEARCH_CLOSE", end)
+    cfg = RolloutConfig(max_turns=5, max_completion_tokens=130, max_information_tokens=48,
+                        sampling=SamplingParams(max_new_tokens=40, temperature=0, stop=(end,)))
+    new = rollout(prompts, HFGenerator(model, tokenizer), None, tokenizer, cfg)
+    old = rollout(prompts, HFGenerator(model, tokenizer, reuse_cache=False), None, tokenizer, cfg)
+    for a, b in zip(new, old, strict=True):
+        assert a.completion_ids == b.completion_ids and a.env_mask == b.env_mask
+        assert a.finish_reason == b.finish_reason and a.turns == b.turns
+        assert [r.rendered for r in a.tool_results] == [r.rendered for r in b.tool_results]
+        torch.testing.assert_close(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=ATOL, rtol=0)
+    assert sum(len(t.tool_results) for t in new) >= 4  # information blocks were appended to cached rows
+    assert max(t.turns for t in new) >= 3 and len({t.turns for t in new}) >= 2
+
+
+def test_closed_rows_and_backends_without_sessions(model, tokenizer, prompts):
+    session = HFGenerator(model, tokenizer).session(prompts[:2])
+    session.generate([0, 1], SamplingParams(3, temperature=0))
+    session.close(1)
+    with pytest.raises(ValueError, match="closed"):
+        session.generate([1], SamplingParams(3, temperature=0))
+    with pytest.raises(ValueError, match="one turn at a time"):
+        session.generate([0, 0], SamplingParams(3, temperature=0))
+
+    class Plain:  # any Generator without a session of its own
+        def generate(self, prompts, params):
+            return []
+
+    assert isinstance(open_session(Plain(), prompts), ResendSession)
+
+
+def test_sliding_window_models_resend_whole_contexts(tiny_dir, tokenizer, prompts):
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    model.config.layer_types = ["sliding_attention"] * len(model.config.layer_types)
+    assert isinstance(HFGenerator(model, tokenizer).session(prompts), ResendSession)
+
+
+def test_train_mode_is_restored(model, tokenizer, prompts):
+    model.train()
+    try:
+        HFGenerator(model, tokenizer).session(prompts[:1]).generate([0], SamplingParams(3, temperature=0))
+        assert all(m.training for m in model.modules())
+    finally:
+        model.eval()
