@@ -1,11 +1,23 @@
 """Rollout overhead and the non-model share of a GRPO step, on the tiny judge on CPU.
 
     make quickstart                                   # builds runs/quickstart (tiny judge after SFT warm-up)
-    .venv/bin/python bench/rollout.py --quickstart runs/quickstart [--write-results]
+    .venv/bin/python bench/rollout.py --quickstart runs/quickstart [--part overhead] [--write-results]
 
-1. Overhead: `openrm.rollout.rollout` (multi-turn, searches against the bm25 toy indexes) on R prompts, against
-   one plain batched `model.generate` of the same prompts forced to sample the same number of tokens in total
-   (min_new_tokens = max_new_tokens = sampled tokens / R). Ratio = rollout wall time / plain wall time.
+1. Overhead: `openrm.rollout.rollout` (multi-turn, searches against the bm25 toy indexes, temperature 1, seed 0) on
+   R prompts, in both session modes: "resend" (`HFGenerator(reuse_cache=False)`: every turn prefills each row's
+   whole context again, the rollout before issue 19) and "kv" (`HFGenerator()`: each row keeps its KV cache and a
+   turn prefills only its new tokens). Each mode's wall time is divided by two plain batched `model.generate`
+   calls built from that mode's own trajectories (S sampled tokens in all, row i with information tokens I_i):
+   - plain (issue 4): the R prompts, every row forced to sample exactly S / R tokens (min = max new tokens);
+   - plain + information (issue 19): row i's prompt followed by its I_i, left-padded, so the same information
+     tokens are prefilled once, every row forced to sample exactly S / R tokens;
+   - plain + information, own lengths (issue 19, the goal's yardstick): the same inputs, row i forced to sample
+     exactly its own n_i sampled tokens (EOS suppressed, a stopping criterion per row). One batched `generate` then
+     runs max n_i steps, as any batched generation of those rows must: the same sampled and prefilled tokens per
+     row as the rollout, in one turn. The S / R yardsticks run mean n_i steps instead, so on a model whose step
+     cost does not depend on the batch (this tiny one on CPU) no rollout can come near them when lengths differ.
+   Workloads are interleaved over --reps repetitions and medians are reported; a forward hook counts model calls.
+   A greedy pass of both modes checks that they give the same ids and log-probs on the trained judge.
 2. GRPO step: `train/grpo_openrm.py` with the tiny CPU config for a few steps, timing the generator, the ToolBox,
    the reward function and the rollout's own bookkeeping; outside-model share = (ToolBox + bookkeeping + reward) /
    step wall time (model compute = generation + the trainer's forward/backward).
@@ -24,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SECTION = "## Training: rollout overhead and GRPO step time (issue 4)"
+KV_SECTION = "## Training: rollout without re-prefill (issue 19 item 4)"
+MODES = ("resend", "kv")
+KINDS = ("rollout", "plain", "plain_info", "plain_own")
 TIMERS: dict[str, float] = defaultdict(float)
 
 
@@ -40,7 +55,27 @@ def timed(cls, name: str, key: str) -> None:
     setattr(cls, name, wrapper)
 
 
-def overhead(qs: Path, rows: int) -> dict:
+class Calls:
+    """Counts the model's forward calls and the token positions they are fed (a forward pre-hook)."""
+
+    def __init__(self, model):
+        self.calls = self.tokens = 0
+        model.register_forward_pre_hook(self, with_kwargs=True)
+
+    def __call__(self, module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        self.calls += 1
+        self.tokens += 0 if ids is None else ids.numel()
+
+    def take(self) -> tuple[int, int]:
+        out = (self.calls, self.tokens)
+        self.calls = self.tokens = 0
+        return out
+
+
+def overhead(qs: Path, rows: int, reps: int) -> dict:
+    import statistics
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -53,30 +88,105 @@ def overhead(qs: Path, rows: int) -> dict:
     model_dir = qs / "tiny-judge-sft"
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    calls = Calls(model)
     toolbox = ToolBox.from_locations({c: str(qs / "indexes" / c) for c in ("wiki", "arxiv")})
     examples = ToyWorld(0).examples(rows, "test")
     prompts = [prompt_token_ids(tok, protocol.judge_messages(e)) for e in examples]
     cfg = RolloutConfig(max_completion_tokens=384, sampling=SamplingParams(max_new_tokens=128, seed=0))
-    generator = HFGenerator(model, tok)
-    rollout(prompts[:4], generator, toolbox, tok, cfg)  # warm-up
-    TIMERS.clear()
-    t = time.perf_counter()
-    trajectories = rollout(prompts, generator, toolbox, tok, cfg)
-    multi = time.perf_counter() - t
-    sampled = sum(sum(tr.env_mask) for tr in trajectories)
-    per_row = max(1, round(sampled / rows))
-    batch = tok.pad({"input_ids": prompts}, return_tensors="pt", padding_side="left")
-    t = time.perf_counter()
-    with torch.inference_mode():
-        model.generate(**batch, do_sample=True, max_new_tokens=per_row, min_new_tokens=per_row,
-                       pad_token_id=tok.pad_token_id)
-    plain = time.perf_counter() - t
-    calls = sum(tr.n_calls for tr in trajectories)
-    turns = sum(tr.turns for tr in trajectories)
-    return {"rows": rows, "sampled_tokens": sampled, "env_tokens": sum(len(tr.env_mask) for tr in trajectories)
-            - sampled, "searches": calls, "turns": turns, "rollout_s": round(multi, 2), "plain_s": round(plain, 2),
-            "ratio": round(multi / plain, 3), "generate_s": round(TIMERS["generate"], 2),
-            "toolbox_s": round(TIMERS["toolbox"], 3)}
+
+    def run_rollout(mode: str, run_cfg: RolloutConfig = cfg):
+        return rollout(prompts, HFGenerator(model, tok, reuse_cache=mode == "kv"), toolbox, tok, run_cfg)
+
+    def plain(inputs: list[list[int]], new: int) -> None:
+        batch = tok.pad({"input_ids": inputs}, return_tensors="pt", padding_side="left")
+        with torch.inference_mode():
+            model.generate(**batch, do_sample=True, max_new_tokens=new, min_new_tokens=new,
+                           pad_token_id=tok.pad_token_id)
+
+    def plain_own(inputs: list[list[int]], counts: list[int]) -> None:
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        batch = tok.pad({"input_ids": inputs}, return_tensors="pt", padding_side="left")
+        width, wanted = batch["input_ids"].shape[1], torch.tensor(counts)
+
+        class Exactly(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                return input_ids.shape[1] - width >= wanted  # [B]
+
+        eos = model.generation_config.eos_token_id
+        with torch.inference_mode():
+            out = model.generate(**batch, do_sample=True, max_new_tokens=max(counts),
+                                 stopping_criteria=StoppingCriteriaList([Exactly()]), pad_token_id=tok.pad_token_id,
+                                 suppress_tokens=[eos] if isinstance(eos, int) else list(eos or []))
+        assert out.shape[1] - width == max(counts)
+
+    for mode in MODES:
+        run_rollout(mode)  # warm-up; a seeded rollout gives the same trajectories every time
+    shapes, workloads = {}, {}
+    for mode in MODES:
+        trajectories = run_rollout(mode)
+        sampled = sum(sum(tr.env_mask) for tr in trajectories)
+        information = [information_of(tr) for tr in trajectories]
+        per_row = max(1, round(sampled / rows))
+        shapes[mode] = {"sampled_tokens": sampled, "env_tokens": sum(len(tr.env_mask) for tr in trajectories) - sampled,
+                        "information_tokens": sum(map(len, information)),
+                        "searches": sum(tr.n_calls for tr in trajectories),
+                        "turns": sum(tr.turns for tr in trajectories),
+                        "longest_row_sampled": max(sum(tr.env_mask) for tr in trajectories)}
+        with_info = [p + info for p, info in zip(prompts, information, strict=True)]
+        workloads[f"rollout_{mode}"] = lambda mode=mode: run_rollout(mode)
+        workloads[f"plain_{mode}"] = lambda per_row=per_row: plain(prompts, per_row)
+        workloads[f"plain_info_{mode}"] = lambda with_info=with_info, per_row=per_row: plain(with_info, per_row)
+        counts = [sum(tr.env_mask) for tr in trajectories]
+        workloads[f"plain_own_{mode}"] = lambda with_info=with_info, counts=counts: plain_own(with_info, counts)
+    times: dict[str, list[float]] = defaultdict(list)
+    counted: dict[str, tuple[int, int]] = {}
+    toolbox_s: dict[str, float] = {}
+    calls.take()
+    for _ in range(reps):
+        for name, work in workloads.items():
+            TIMERS.clear()
+            t = time.perf_counter()
+            work()
+            times[name].append(time.perf_counter() - t)
+            counted[name] = calls.take()
+            toolbox_s[name] = TIMERS["toolbox"]
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    out: dict = {"rows": rows, "reps": reps}
+    for mode in MODES:
+        out[mode] = {**shapes[mode], "rollout_s": round(med[f"rollout_{mode}"], 3),
+                     "plain_s": round(med[f"plain_{mode}"], 3), "plain_info_s": round(med[f"plain_info_{mode}"], 3),
+                     "ratio_plain": round(med[f"rollout_{mode}"] / med[f"plain_{mode}"], 3),
+                     "ratio_plain_info": round(med[f"rollout_{mode}"] / med[f"plain_info_{mode}"], 3),
+                     "plain_own_s": round(med[f"plain_own_{mode}"], 3),
+                     "ratio_plain_own": round(med[f"rollout_{mode}"] / med[f"plain_own_{mode}"], 3),
+                     "plain_own_s_all": [round(x, 3) for x in times[f"plain_own_{mode}"]],
+                     "toolbox_s": round(toolbox_s[f"rollout_{mode}"], 3),
+                     "rollout_s_all": [round(x, 3) for x in times[f"rollout_{mode}"]],
+                     "plain_info_s_all": [round(x, 3) for x in times[f"plain_info_{mode}"]],
+                     "forward_calls": {k: counted[f"{k}_{mode}"][0] for k in KINDS},
+                     "fed_positions": {k: counted[f"{k}_{mode}"][1] for k in KINDS}}
+    out["greedy_identity"] = greedy_identity(run_rollout, cfg)
+    return out
+
+
+def information_of(trajectory) -> list[int]:
+    """The environment's tokens of a trajectory in order, without the masked EOS that follows `</answer>`."""
+    env = [t for t, m in zip(trajectory.completion_ids, trajectory.env_mask, strict=True) if m == 0]
+    return env[:-1] if trajectory.finish_reason == "answer" and env else env
+
+
+def greedy_identity(run_rollout, cfg) -> dict:
+    """Both modes at temperature 0 on the trained judge: rows whose ids differ, and the largest log-prob gap."""
+    from dataclasses import replace
+
+    greedy = replace(cfg, sampling=replace(cfg.sampling, temperature=0.0))
+    kv, resend = run_rollout("kv", greedy), run_rollout("resend", greedy)
+    same = [a.completion_ids == b.completion_ids and a.env_mask == b.env_mask for a, b in zip(kv, resend, strict=True)]
+    gap = max((abs(x - y) for a, b, ok in zip(kv, resend, same, strict=True) if ok
+               for x, y in zip(a.logprobs, b.logprobs, strict=True)), default=0.0)
+    return {"rows_identical": sum(same), "rows": len(same), "max_logprob_gap": gap,
+            "searches": sum(t.n_calls for t in kv), "sampled_tokens": sum(sum(t.env_mask) for t in kv)}
 
 
 def grpo_share(qs: Path, steps: int) -> dict:
@@ -130,19 +240,71 @@ def grpo_share(qs: Path, steps: int) -> dict:
 
 
 def render(o: dict, g: dict, qs: Path) -> str:
+    k = o["kv"]
     return "\n".join([
         SECTION, "",
         f"`.venv/bin/python bench/rollout.py --quickstart {qs}` (tiny judge after the quickstart's SFT warm-up, "
         "torch 2.13.0 CPU, 2 cores, bm25 toy indexes in process).", "",
         "| measured | value |", "|---|---|",
-        f"| rollout, {o['rows']} prompts | {o['rollout_s']} s: {o['sampled_tokens']} sampled + {o['env_tokens']} "
-        f"information tokens, {o['turns']} turns, {o['searches']} searches (ToolBox {o['toolbox_s']} s) |",
-        f"| plain batched generate, same prompts, same sampled-token total | {o['plain_s']} s |",
-        f"| **rollout / plain** | **{o['ratio']}** (goal ≤ 1.10) |",
+        f"| rollout, {o['rows']} prompts | {k['rollout_s']} s: {k['sampled_tokens']} sampled + {k['env_tokens']} "
+        f"information tokens, {k['turns']} turns, {k['searches']} searches (ToolBox {k['toolbox_s']} s) |",
+        f"| plain batched generate, same prompts, same sampled-token total | {k['plain_s']} s |",
+        f"| **rollout / plain** | **{k['ratio_plain']}** |",
         f"| GRPO, {g['steps']} steps (tiny_cpu.yaml) | step time {g['step_time_s']} s = generation "
         f"{g['generate_s']} s + ToolBox {g['toolbox_s']} s + rollout bookkeeping {g['bookkeeping_s']} s + reward "
         f"{g['reward_s']} s + the trainer's forward/backward |",
         f"| **outside-model share of step time** | **{100 * g['outside_share']:.2f} %** (goal ≤ 5 %) |", ""])
+
+
+def render_kv(o: dict, qs: Path) -> str:
+    r, k = o["resend"], o["kv"]
+
+    def row(label: str, key: str, fmt=str) -> str:
+        return f"| {label} | {fmt(r[key])} | {fmt(k[key])} |"
+
+    def calls(x: dict, name: str) -> str:
+        return f"{x['forward_calls'][name]} / {x['fed_positions'][name]:,}"
+
+    g = o["greedy_identity"]
+    return "\n".join([
+        KV_SECTION, "",
+        f"`.venv/bin/python bench/rollout.py --quickstart {qs} --part overhead --reps {o['reps']}` (the "
+        f"quickstart's tiny judge after its SFT warm-up, {o['rows']} toy test prompts, temperature 1, seed 0, "
+        "max_completion_tokens 384, 128 per turn; torch 2.13.0 CPU, bm25 toy indexes in process). Medians of "
+        f"{o['reps']} interleaved runs of every workload; the bench's docstring defines the yardsticks.", "",
+        "| measured | resend (re-prefill, before) | kv (cache kept, now) |", "|---|---|---|",
+        row("rollout wall time, s", "rollout_s"),
+        row("sampled tokens", "sampled_tokens"), row("information tokens", "information_tokens"),
+        f"| turns / searches | {r['turns']} / {r['searches']} | {k['turns']} / {k['searches']} |",
+        row("longest row's sampled tokens", "longest_row_sampled"),
+        f"| model calls / positions fed: rollout | {calls(r, 'rollout')} | {calls(k, 'rollout')} |",
+        f"| model calls / positions fed: plain + information | {calls(r, 'plain_info')} | {calls(k, 'plain_info')} |",
+        f"| model calls / positions fed: plain + information, own lengths | {calls(r, 'plain_own')} | "
+        f"{calls(k, 'plain_own')} |",
+        row("plain (prompts, S / R tokens each), s", "plain_s"),
+        row("plain + information (prompt + its information tokens, S / R each), s", "plain_info_s"),
+        row("plain + information, own lengths (row i samples its n_i), s", "plain_own_s"),
+        row("rollout / plain (issue 4's ratio)", "ratio_plain"),
+        row("rollout / (plain + information)", "ratio_plain_info"),
+        row("**rollout / (plain + information, own lengths)** (goal ≤ 1.10)", "ratio_plain_own", lambda v: f"**{v}**"),
+        "",
+        f"Greedy identity on the trained judge (temperature 0, both modes): {g['rows_identical']} of {g['rows']} "
+        f"rows have identical ids and masks ({g['sampled_tokens']} sampled tokens, {g['searches']} searches); "
+        f"largest log-prob difference {g['max_logprob_gap']:.1e}.", ""])
+
+
+def write_section(results: Path, section: str, text: str, after: str | None = None) -> None:
+    """Replace `section` in RESULTS.md with `text`; a new one goes right after section `after` (else at the end)."""
+    old = results.read_text(encoding="utf-8")
+    anchor = section if section in old else after if after and after in old else None
+    if anchor is None:
+        results.write_text(old.rstrip() + "\n\n" + text, encoding="utf-8")
+        return
+    head, _, rest = old.partition(anchor)
+    cut = rest.find("\n## ")
+    body, tail = (rest, "") if cut < 0 else (rest[:cut], rest[cut:].lstrip("\n"))
+    head = head.rstrip() if anchor == section else (head + anchor + body).rstrip()
+    results.write_text(head + "\n\n" + text.rstrip() + "\n" + ("\n" + tail if tail else ""), encoding="utf-8")
 
 
 def main() -> None:
@@ -150,28 +312,36 @@ def main() -> None:
     ap.add_argument("--quickstart", type=Path, default=ROOT / "runs/quickstart")
     ap.add_argument("--rows", type=int, default=32)
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5, help="interleaved runs of every overhead workload (medians)")
+    ap.add_argument("--part", choices=("all", "overhead", "grpo"), default="all")
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args()
     if not (args.quickstart / "tiny-judge-sft").is_dir():
         sys.exit(f"{args.quickstart}/tiny-judge-sft missing: run `make quickstart` first")
     from openrm.generation import HFGenerator
+    from openrm.kv_session import KVSession
     from openrm.tools import ToolBox
 
-    timed(HFGenerator, "generate", "generate")
+    timed(HFGenerator, "generate", "generate")  # the resend mode's generation
+    timed(KVSession, "generate", "generate")  # the kv mode's (it never calls HFGenerator.generate)
     timed(ToolBox, "run", "toolbox")
-    o = overhead(args.quickstart, args.rows)
-    print(json.dumps(o), flush=True)
-    g = grpo_share(args.quickstart, args.steps)
-    print(json.dumps(g), flush=True)
-    text = render(o, g, args.quickstart)
-    print(text)
-    if args.write_results:
-        results = ROOT / "bench" / "RESULTS.md"
-        old = results.read_text(encoding="utf-8")
-        if SECTION in old:
-            head, _, rest = old.partition(SECTION)
-            old = head.rstrip() + "\n\n" + (rest[rest.find("\n## "):].lstrip("\n") if "\n## " in rest else "")
-        results.write_text(old.rstrip() + "\n\n" + text, encoding="utf-8")
+    results = ROOT / "bench" / "RESULTS.md"
+    o = g = None
+    if args.part in ("all", "overhead"):
+        o = overhead(args.quickstart, args.rows, args.reps)
+        print(json.dumps(o), flush=True)
+        text = render_kv(o, args.quickstart)
+        print(text)
+        if args.write_results:
+            write_section(results, KV_SECTION, text, after=SECTION)
+    if args.part in ("all", "grpo"):
+        g = grpo_share(args.quickstart, args.steps)
+        print(json.dumps(g), flush=True)
+    if o is not None and g is not None:
+        text = render(o, g, args.quickstart)
+        print(text)
+        if args.write_results:
+            write_section(results, SECTION, text)
 
 
 if __name__ == "__main__":
