@@ -71,13 +71,13 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
     for seed in args.seeds:
         start_seed = args.seeds[0] if args.shared_start else seed
         recipe = QuickstartArguments(out=str(args.out), seed=start_seed, hidden_size=args.hidden,
-                                     num_layers=args.layers)
-        base = tiny_model(args.out / f"tiny-h{args.hidden}-l{args.layers}-s{start_seed}", recipe.tiny_config())
-        folder = (f"{args.stage}-sft-s{start_seed}-{args.sft_steps}" + (f"-c{args.copy}" if args.copy else "")
-                  + ("" if len(args.domains) == 3 else "-" + "-".join(args.domains)))
-        start = warm_up(world, base, args.out / folder, args.sft_steps,
-                        args.n_train, args.sft_lr, args.recombined, start_seed, random_tool=stage_a,
-                        copy_share=args.copy, domains=args.domains)
+                                     num_layers=args.layers, head_dim=args.head_dim)
+        base = tiny_model(args.out / f"tiny-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}",
+                          recipe.tiny_config())
+        folder = (f"{args.stage}-sft-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}-{args.sft_steps}"
+                  f"-c{args.copy}-d{args.decide}" + ("" if len(args.domains) == 3 else "-" + "-".join(args.domains)))
+        start = warm_up(world, base, args.out / folder, args.sft_steps, args.sft_lr, args.recombined, start_seed,
+                        random_tool=stage_a, copy_share=args.copy, domains=args.domains, decision_share=args.decide)
         runs[f"sft/s{seed}"] = judged(start, indexes, test, sampled=stage_a)
         if not stage_a:
             runs[f"sft/s{seed}"]["no_search_accuracy"] = evaluate(start, None, test)["accuracy"]
@@ -122,13 +122,15 @@ def main() -> None:
                         help="toy domains of the pairs (wiki and science alone balance WIKI and ARXIV as gold tools)")
     parser.add_argument("--tool-term", default="share", choices=("share", "per_call"), help="R_tool's definition")
     parser.add_argument("--hidden", type=int, default=64, help="tiny judge width")
-    parser.add_argument("--layers", type=int, default=2, help="tiny judge depth")
+    parser.add_argument("--layers", type=int, default=4, help="tiny judge depth")
+    parser.add_argument("--head-dim", type=int, default=32, help="tiny judge attention head width")
     parser.add_argument("--n-train", type=int, default=4000, help="short training pairs (warm-up records, prompts)")
     parser.add_argument("--n-eval", type=int, default=100, help="held-out pairs judged in both orders")
-    parser.add_argument("--sft-steps", type=int, default=300, help="warm-up steps (batch 32)")
-    parser.add_argument("--sft-lr", type=float, default=1e-2, help="warm-up peak learning rate (cosine)")
+    parser.add_argument("--sft-steps", type=int, default=2000, help="warm-up steps (batch 32)")
+    parser.add_argument("--sft-lr", type=float, default=3e-3, help="warm-up peak learning rate (cosine)")
     parser.add_argument("--recombined", type=float, default=0.5, help="share of warm-up records with a fresh fact")
-    parser.add_argument("--copy", type=float, default=0.0, help="share of warm-up records that are copy drills")
+    parser.add_argument("--copy", type=float, default=0.3, help="share of warm-up records that are copy drills")
+    parser.add_argument("--decide", type=float, default=0.2, help="share of warm-up records that are decision drills")
     parser.add_argument("--shared-start", action="store_true",
                         help="one model and warm-up (the first seed's) for every seed; seeds then vary GRPO only")
     parser.add_argument("--grpo-steps", type=int, default=20, help="GRPO steps (8 prompts x 8 completions)")

@@ -219,10 +219,13 @@ Verify with {calls}; think in <think></think>; end with <answer>A</answer> or <a
 SYSTEM_PROMPT_COMPACT_NO_TOOLS = """\
 Think in <think></think>; end with <answer>A</answer> or <answer>B</answer>."""
 
+# Each answer is also followed by its letter, so that a claim in an answer is followed, a few tokens on, by the letter
+# of the answer that makes it: a judge that has written the value the evidence gives can then find its letter by
+# the same induction copy that copies a name into a query (the tiny judge's decision step; bench/RESULTS.md).
 USER_TEMPLATE_COMPACT = """\
 Question: {question}
-[A] {answer_a}
-[B] {answer_b}"""
+[A] {answer_a} A
+[B] {answer_b} B"""
 
 
 def _check_style(style: str) -> None:

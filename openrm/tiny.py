@@ -54,13 +54,14 @@ class TinyConfig:
             raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {self.tokenizer!r}")
 
     @classmethod
-    def whole_word(cls, seed: int, hidden_size: int, num_layers: int) -> TinyConfig:
-        """The quickstarts' recipe: the whole-word tokenizer, a head per 16 dimensions (at least 2), grouped
-        query attention with half as many key/value heads, an MLP twice the width."""
-        heads = max(hidden_size // 16, 2)
+    def whole_word(cls, seed: int, hidden_size: int, num_layers: int, head_dim: int = 16) -> TinyConfig:
+        """The quickstarts' recipe: the whole-word tokenizer, a head per `head_dim` dimensions (at least 2), an
+        MLP twice the width; with 16-wide heads grouped query attention with half as many key/value heads, with
+        wider heads one key/value head per head (the judge's recipe: bench/RESULTS.md, "Learning proof")."""
+        heads = max(hidden_size // head_dim, 2)
         return cls(seed=seed, world_seed=seed, tokenizer="words", vocab_size=1024, hidden_size=hidden_size,
                    intermediate_size=2 * hidden_size, num_layers=num_layers, num_heads=heads,
-                   num_kv_heads=heads // 2)
+                   num_kv_heads=heads // 2 if head_dim <= 16 else heads)
 
 
 def qwen_chat_template() -> str:

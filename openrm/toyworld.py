@@ -191,6 +191,8 @@ SHORT_FACTS: dict[str, dict[str, str]] = {
     "paper": {"year": "appeared"},
     "condition": {"treatment": "treatment"},
 }
+# Short answers end on their value (see `_short_example`); where an attribute's first phrasing does not, this one does.
+_SHORT_PHRASINGS = {("city", "river"): "It stands on the river {value}."}
 _SHORT_QUESTIONS = {WIKI: "{name}: {clause}?", SCIENCE: "Paper {name}: {clause}?", MEDICAL: "Illness {name}: {clause}?"}
 # "recombined": short pairs whose fact is drawn afresh for a real subject and stated only in the pair's own passage
 # (`meta["passage"]`), so it cannot be remembered from any document: training on them rewards reading the evidence
@@ -451,7 +453,8 @@ class ToyWorld:
                          if v not in f"{passage.title}\n{passage.text}")
         else:
             true, wrong = dict(doc.facts)[key], self._wrong_value(doc, key, rng)
-        phrasing = attribute.phrasings[0]
+        # Without the closing full stop the value ends the answer, so the compact prompt's letter follows it directly.
+        phrasing = _SHORT_PHRASINGS.get((doc.kind, key), attribute.phrasings[0]).removesuffix(".")
         positive, negative = phrasing.format(name=doc.subject, value=true), phrasing.format(name=doc.subject,
                                                                                            value=wrong)
         coin = random.Random(f"toyworld:{self.seed}:{split}:short-ab:{index // 2}:{recombined}").random() < 0.5

@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 GRPO_CONFIG = ROOT / "configs/grpo_openrm/tiny_cpu.yaml"
 STAGES = 7
 # Bumped whenever the warm-up's data or settings change, so an older warm-up in the same --out is redone.
-WARMUP_RECIPE = 3
+WARMUP_RECIPE = 4
+WARMUP_BATCH = 32
 
 
 @dataclass
@@ -45,11 +46,16 @@ class QuickstartArguments:
     n_train: int = field(default=4000, metadata={"help": "Training judge pairs (short style) to synthesise."})
     n_test: int = field(default=200, metadata={"help": "Test judge pairs (about documents no train pair uses)."})
     hidden_size: int = field(default=64, metadata={"help": "Width of the tiny judge."})
-    num_layers: int = field(default=2, metadata={"help": "Depth of the tiny judge."})
-    sft_steps: int = field(default=300, metadata={"help": "SFT warm-up steps on gold trajectories (batch 32)."})
-    sft_learning_rate: float = field(default=1e-2, metadata={"help": "Peak SFT learning rate (cosine)."})
+    num_layers: int = field(default=4, metadata={"help": "Depth of the tiny judge."})
+    head_dim: int = field(default=32, metadata={"help": "Width of each attention head (heads = width / head_dim)."})
+    sft_steps: int = field(default=2000, metadata={"help": "SFT warm-up steps (batch 32, every record drawn afresh)."})
+    sft_learning_rate: float = field(default=3e-3, metadata={"help": "Peak SFT learning rate (cosine)."})
     recombined_share: float = field(default=0.5, metadata={
         "help": "Share of warm-up records whose fact is drawn afresh (ToyWorld style 'recombined')."})
+    copy_share: float = field(default=0.3, metadata={
+        "help": "Share of warm-up records that are 'repeat these words' drills (they grow the copying circuit)."})
+    decision_share: float = field(default=0.2, metadata={
+        "help": "Share of warm-up records that drill the deciding step alone (quickstart.decision_drill)."})
     grpo_steps: int = field(default=20, metadata={"help": "GRPO steps (configs/grpo_openrm/tiny_cpu.yaml)."})
     n_eval: int = field(default=100, metadata={"help": "Test pairs judged in both orders for the table."})
 
@@ -60,9 +66,11 @@ class QuickstartArguments:
             raise ValueError(f"n_eval ({self.n_eval}) cannot exceed n_test ({self.n_test})")
         if not 0.0 <= self.recombined_share <= 1.0:
             raise ValueError(f"recombined_share must be in [0, 1], got {self.recombined_share}")
+        if min(self.copy_share, self.decision_share) < 0 or self.copy_share + self.decision_share > 1:
+            raise ValueError("copy_share and decision_share must be >= 0 and add up to at most 1")
 
     def tiny_config(self) -> TinyConfig:
-        return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers)
+        return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers, self.head_dim)
 
 
 def stage(n: int, message: str, *args) -> None:
@@ -90,22 +98,45 @@ def tiny_model(out: Path, cfg: TinyConfig) -> Path:
     return build_tiny(out, cfg)
 
 
+DECISION_DRILL_SYSTEM = "Write each value followed by the letter of the answer that states it."
+
+
+def decision_drill(world: ToyWorld, index: int, rng: random.Random, n: int = 8) -> dict:
+    """A record that drills the judge's deciding step alone: the compact judge prompt of a short pair (under its own
+    system line, so it never passes for a judgment) and a think block of `n` values drawn from the two answers, each
+    followed by its answer's letter: n decisions per record instead of one, each the copy the compact prompt sets up
+    (a value, then its letter)."""
+    ex = world.example(index, "train", style="recombined")
+    fact, label = ex["meta"]["corrupted"][0], ex["label"]
+    claims = [(fact["true"], label), (fact["wrong"], "B" if label == "A" else "A")]
+    text = " ".join(f"{value} {letter}" for value, letter in (rng.choice(claims) for _ in range(n)))
+    user = protocol.judge_messages(ex, style="compact")[1]
+    return {"prompt": [{"role": "system", "content": DECISION_DRILL_SYSTEM}, user],
+            "completion": [{"role": "assistant", "content": f"{protocol.open_tag(protocol.THINK)}{text}"
+                                                            f"{protocol.close_tag(protocol.THINK)}"}]}
+
+
 def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, random_tool: bool = False,
-                 copy_share: float = 0.0, domains: Sequence[str] = DOMAINS) -> list[dict]:
+                 copy_share: float = 0.0, domains: Sequence[str] = DOMAINS, decision_share: float = 0.0) -> list[dict]:
     """`n` SFT records (prompt, completion) of compact gold trajectories over short train pairs, a `recombined_share`
     of them about freshly drawn facts; `random_tool` puts a seeded coin's tool in every record (an SFT start whose
     tool choice is uninformed, for bench/learning_proof.py's stage A). A `copy_share` of the records are instead
     "repeat these words" drills over the world's names and values (every target a copy: dense signal for the
-    induction circuit a tiny model needs before it can copy a name into a query)."""
+    induction circuit a tiny model needs before it can copy a name into a query), and a `decision_share` are
+    `decision_drill`s. Every record is drawn afresh, so a warm-up of `n` records sees none twice."""
     rng = random.Random(f"quickstart:gold:{seed}")
     words = sorted(set(world.vocabulary_text().split()))
     records = []
     for i in range(n):
-        if rng.random() < copy_share:
+        draw = rng.random()
+        if draw < copy_share:
             drill = " ".join(rng.choice(words) for _ in range(16))
             records.append({"prompt": [{"role": "system", "content": protocol.system_prompt(style="compact")},
                                        {"role": "user", "content": f"Repeat: {drill}"}],
                             "completion": [{"role": "assistant", "content": drill}]})
+            continue
+        if draw < copy_share + decision_share:
+            records.append(decision_drill(world, rng.randrange(10**9), rng))
             continue
         ex = world.example(i, "train", domains, "recombined" if rng.random() < recombined_share else "short")
         tool = rng.choice(sorted(protocol.GOLD_TOOL.values())) if random_tool else None
@@ -114,15 +145,18 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
     return records
 
 
-def warm_up(world: ToyWorld, base: Path, out: Path, steps: int, n_records: int, learning_rate: float,
-            recombined_share: float, seed: int, random_tool: bool = False, copy_share: float = 0.0,
-            domains: Sequence[str] = DOMAINS) -> Path:
+def warm_up(world: ToyWorld, base: Path, out: Path, steps: int, learning_rate: float, recombined_share: float,
+            seed: int, random_tool: bool = False, copy_share: float = 0.0, domains: Sequence[str] = DOMAINS,
+            decision_share: float = 0.0) -> Path:
+    """SFT warm-up (train/sft_warmup.py, batch 32) of `base` on `steps` x 32 fresh `gold_records`."""
     from train import sft_warmup
 
     done = out / "warmup.json"
+    n_records = steps * WARMUP_BATCH
     want = {"base": str(base), "steps": steps, "n_records": n_records, "learning_rate": learning_rate,
             "recombined_share": recombined_share, "seed": seed, "random_tool": random_tool, "recipe": WARMUP_RECIPE,
             **({"copy_share": copy_share} if copy_share else {}),
+            **({"decision_share": decision_share} if decision_share else {}),
             **({"domains": list(domains)} if tuple(domains) != DOMAINS else {})}
     if done.exists() and json.loads(done.read_text()) == want:
         stage(4, "reusing SFT warm-up at %s", out)
@@ -130,12 +164,13 @@ def warm_up(world: ToyWorld, base: Path, out: Path, steps: int, n_records: int, 
     out.mkdir(parents=True, exist_ok=True)
     gold = out / "sft_gold.jsonl"
     with gold.open("w", encoding="utf-8") as f:
-        for record in gold_records(world, n_records, recombined_share, seed, random_tool, copy_share, domains):
+        for record in gold_records(world, n_records, recombined_share, seed, random_tool, copy_share, domains,
+                                   decision_share):
             f.write(json.dumps(record) + "\n")
     stage(4, "SFT warm-up of the tiny judge on %d gold trajectories (%d steps)", n_records, steps)
     sft_warmup.main(*sft_warmup.parse([
         "--dataset", str(gold), "--model_name_or_path", str(base), "--output_dir", str(out), "--max_steps",
-        str(steps), "--per_device_train_batch_size", "32", "--learning_rate", str(learning_rate),
+        str(steps), "--per_device_train_batch_size", str(WARMUP_BATCH), "--learning_rate", str(learning_rate),
         "--lr_scheduler_type", "cosine", "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "512",
         "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
         "--gradient_checkpointing", "false", "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed),
@@ -254,8 +289,8 @@ def main(args: QuickstartArguments) -> dict:
     data = write_dataset(world, out / "data", args.n_train, args.n_test, style="short", granularity="fact")
     indexes = toy_indexes(data / "corpora", out / "indexes")
     tiny = tiny_model(out / "tiny-judge", args.tiny_config())
-    warm = warm_up(world, tiny, out / "tiny-judge-sft", args.sft_steps, args.n_train, args.sft_learning_rate,
-                   args.recombined_share, args.seed)
+    warm = warm_up(world, tiny, out / "tiny-judge-sft", args.sft_steps, args.sft_learning_rate,
+                   args.recombined_share, args.seed, copy_share=args.copy_share, decision_share=args.decision_share)
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps)
     from train import export_judge
 

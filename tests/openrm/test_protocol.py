@@ -98,3 +98,18 @@ def test_compact_style_keeps_the_protocol_in_few_words():
     assert "<search>" not in protocol.system_prompt(tools=(), style="compact")
     with pytest.raises(ValueError, match="prompt style"):
         protocol.judge_messages(example, style="tiny")
+
+
+def test_compact_style_follows_each_answer_with_its_letter():
+    from openrm.toyworld import ToyWorld
+
+    world = ToyWorld(0)
+    for index in range(10):
+        example = world.example(index, "test", style="short")
+        fact = example["meta"]["corrupted"][0]
+        loser = "B" if example["label"] == "A" else "A"
+        user = protocol.judge_messages(example, style="compact")[1]["content"]
+        # a short answer ends on its value, so the value is followed directly by the letter of the answer stating it
+        assert f" {fact['true']} {example['label']}\n" in user + "\n"
+        assert f" {fact['wrong']} {loser}\n" in user + "\n"
+        assert user.splitlines()[1].startswith("[A] ") and user.splitlines()[2].startswith("[B] ")

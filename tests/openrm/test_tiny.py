@@ -93,3 +93,5 @@ def test_the_whole_word_recipe_derives_heads_from_the_width():
     assert (cfg.seed, cfg.world_seed, cfg.tokenizer, cfg.num_layers) == (3, 3, "words", 4)
     assert (cfg.num_heads, cfg.num_kv_heads, cfg.intermediate_size) == (8, 4, 256)
     assert (TinyConfig.whole_word(0, 16, 2).num_heads, TinyConfig.whole_word(0, 16, 2).num_kv_heads) == (2, 1)
+    wide = TinyConfig.whole_word(0, 64, 4, head_dim=32)  # the judge's recipe: two 32-wide heads, no key sharing
+    assert (wide.num_heads, wide.num_kv_heads, wide.hidden_size // wide.num_heads) == (2, 2, 32)

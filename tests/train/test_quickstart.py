@@ -42,3 +42,38 @@ def test_quickstart_rejects_bad_arguments(tmp_path):
     cmd = [sys.executable, "-m", "train.quickstart", "--out", str(tmp_path), "--n_train", "0"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "n_train" in result.stderr
+
+
+def test_decision_drills_pair_every_value_with_the_letter_of_the_answer_that_states_it():
+    import random
+
+    from openrm import protocol
+    from train.quickstart import DECISION_DRILL_SYSTEM, decision_drill
+
+    world, rng = ToyWorld(0), random.Random(0)
+    for index in range(20):
+        record = decision_drill(world, index, rng)
+        assert record["prompt"][0] == {"role": "system", "content": DECISION_DRILL_SYSTEM}
+        user = record["prompt"][1]["content"]
+        lines = {line[1]: line for line in user.splitlines() if line.startswith("[")}  # letter -> "[A] ... A"
+        text = record["completion"][0]["content"]
+        assert text.startswith(protocol.open_tag(protocol.THINK)) and text.endswith(protocol.close_tag(protocol.THINK))
+        words = text.removeprefix(protocol.open_tag(protocol.THINK)).removesuffix(
+            protocol.close_tag(protocol.THINK)).split(" ")
+        pairs = list(zip(words[::2], words[1::2], strict=True))
+        assert len(pairs) == 8
+        for value, letter in pairs:
+            assert lines[letter].endswith(f" {value} {letter}")  # the prompt shows the value, then its letter
+            assert not lines["B" if letter == "A" else "A"].endswith(f" {value} {'B' if letter == 'A' else 'A'}")
+
+
+def test_gold_records_mix_drills_and_trajectories_in_the_asked_shares():
+    from train.quickstart import DECISION_DRILL_SYSTEM, gold_records
+
+    records = gold_records(ToyWorld(0), 400, 0.5, seed=0, copy_share=0.3, decision_share=0.2)
+    kinds = [("copy" if r["prompt"][1]["content"].startswith("Repeat: ") else
+              "decision" if r["prompt"][0]["content"] == DECISION_DRILL_SYSTEM else "judge") for r in records]
+    assert 90 <= kinds.count("copy") <= 150 and 55 <= kinds.count("decision") <= 105
+    assert kinds.count("judge") == 400 - kinds.count("copy") - kinds.count("decision")
+    drills = [json.dumps(r) for r, kind in zip(records, kinds, strict=True) if kind != "judge"]
+    assert len(set(drills)) == len(drills)  # drills are drawn afresh: none repeats
