@@ -122,7 +122,12 @@ def build_tokenizer(cfg: TinyConfig = TinyConfig()):
         # does, so that stop strings spanning tokens stay tested.)
         words = sorted({w for text in _training_text(cfg) for w in _WORD.findall(text)})
         tags = [t for name in protocol.TAGS for t in (protocol.open_tag(name), protocol.close_tag(name))]
-        tokenizer.add_tokens([AddedToken(t, normalized=False) for t in tags]
+        # The answer letters also come as " A" and " B", space included: in the compact prompt an answer's value is
+        # followed by its letter, so "2022 A" is two tokens, value then letter, and the judge's deciding step
+        # ("<think>2022 A</think>") is the plain induction copy (find the value, copy the token after it) rather than
+        # a copy that must skip a space token (bench/RESULTS.md, "Learning proof").
+        letters = [AddedToken(f" {letter}", normalized=False) for letter in ("A", "B")]
+        tokenizer.add_tokens([AddedToken(t, normalized=False) for t in tags] + letters
                              + [AddedToken(w, single_word=True, normalized=False) for w in words])
     tokenizer.padding_side = "left"
     return tokenizer

@@ -121,8 +121,9 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
     """`n` SFT records (prompt, completion) of compact gold trajectories over short train pairs, a `recombined_share`
     of them about freshly drawn facts; `random_tool` puts a seeded coin's tool in every record (an SFT start whose
     tool choice is uninformed, for bench/learning_proof.py's stage A). A `copy_share` of the records are instead
-    "repeat these words" drills over the world's names and values (every target a copy: dense signal for the
-    induction circuit a tiny model needs before it can copy a name into a query), and a `decision_share` are
+    "repeat these words" drills over the world's names and values, from a random word on (every target a copy:
+    dense signal for the induction circuit a tiny model needs before it can copy a name into a query or the letter
+    that follows a value), and a `decision_share` are
     `decision_drill`s. Every record is drawn afresh, so a warm-up of `n` records sees none twice."""
     rng = random.Random(f"quickstart:gold:{seed}")
     words = sorted(set(world.vocabulary_text().split()))
@@ -130,10 +131,12 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
     for i in range(n):
         draw = rng.random()
         if draw < copy_share:
-            drill = " ".join(rng.choice(words) for _ in range(16))
+            # The repeat starts at a random word, so the copy must find its place by content (an induction copy),
+            # not by a fixed distance back to the prompt.
+            drill = [rng.choice(words) for _ in range(16)]
             records.append({"prompt": [{"role": "system", "content": protocol.system_prompt(style="compact")},
-                                       {"role": "user", "content": f"Repeat: {drill}"}],
-                            "completion": [{"role": "assistant", "content": drill}]})
+                                       {"role": "user", "content": f"Repeat: {' '.join(drill)}"}],
+                            "completion": [{"role": "assistant", "content": " ".join(drill[rng.randrange(8):])}]})
             continue
         if draw < copy_share + decision_share:
             records.append(decision_drill(world, rng.randrange(10**9), rng))
