@@ -172,8 +172,9 @@ def warm_up(world: ToyWorld, base: Path, out: Path, steps: int, learning_rate: f
             f.write(json.dumps(record) + "\n")
     stage(4, "SFT warm-up of the tiny judge on %d gold trajectories (%d steps)", n_records, steps)
     sft_warmup.main(*sft_warmup.parse([
-        "--dataset", str(gold), "--model_name_or_path", str(base), "--output_dir", str(out), "--max_steps",
-        str(steps), "--per_device_train_batch_size", str(WARMUP_BATCH), "--learning_rate", str(learning_rate),
+        "--dataset", str(gold), "--lm_head", "plain", "--model_name_or_path", str(base), "--output_dir", str(out),
+        "--max_steps", str(steps), "--per_device_train_batch_size", str(WARMUP_BATCH),
+        "--learning_rate", str(learning_rate),
         "--lr_scheduler_type", "cosine", "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "512",
         "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
         "--gradient_checkpointing", "false", "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed),

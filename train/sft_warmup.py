@@ -39,10 +39,15 @@ def _completion_text(record: dict) -> str:
 @dataclass
 class WarmupArguments:
     dataset: str = field(metadata={"help": "JSONL of prompt/completion chat records."})
+    lm_head: str = field(default="fused", metadata={
+        "help": "'fused': TRL's tiled LM-head loss (large vocabularies, GPUs); 'plain': one projection of the "
+                "trained positions (train/plain_head.py; over twice as fast for the tiny judge on a CPU)."})
 
     def __post_init__(self):
         if not Path(self.dataset).is_file():
             raise FileNotFoundError(f"{self.dataset}: no such JSONL file")
+        if self.lm_head not in ("fused", "plain"):
+            raise ValueError(f"lm_head must be 'fused' or 'plain', got {self.lm_head!r}")
 
 
 def main(script_args: WarmupArguments, training_args, model_args) -> None:
@@ -69,8 +74,11 @@ def main(script_args: WarmupArguments, training_args, model_args) -> None:
                 sum(map(len, dataset["completion_mask"])), masked)
     training_args.completion_only_loss = True
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
-    trainer = SFTTrainer(model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
-                         processing_class=tokenizer, peft_config=get_peft_config(model_args))
+    trainer_class = SFTTrainer
+    if script_args.lm_head == "plain":
+        from train.plain_head import plain_head_sft_trainer as trainer_class
+    trainer = trainer_class(model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
+                            processing_class=tokenizer, peft_config=get_peft_config(model_args))
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)

@@ -75,3 +75,43 @@ def test_warmup_trains_on_masked_records_and_rejects_bad_completions(tiny, gold,
     bad.write_text(json.dumps({"prompt": gold[0][0], "completion": [{"role": "user", "content": "x"}]}) + "\n")
     with pytest.raises(ValueError, match="bad.jsonl: each completion must be one assistant message"):
         main(*parse(["--dataset", str(bad), "--output_dir", str(tmp_path / "bad"), *common]))
+
+
+def test_plain_lm_head_gives_the_fused_heads_loss_and_trains(tiny, gold, tmp_path):
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig
+    from trl.trainer.utils import add_fused_lm_head
+
+    from train.plain_head import plain_head_sft_trainer
+
+    path, tokenizer = tiny
+    records = [tokenize_record(tokenizer, m, c) for m, c in gold[:3]]
+    width = max(len(r["input_ids"]) for r in records)
+    ids = torch.tensor([[tokenizer.pad_token_id] * (width - len(r["input_ids"])) + r["input_ids"] for r in records])
+    attention = (torch.arange(width) >= torch.tensor([[width - len(r["input_ids"])] for r in records])).long()
+    labels = ids.clone()
+    for row, r in enumerate(records):
+        mask = [0] * (width - len(r["input_ids"])) + r["completion_mask"]
+        labels[row][torch.tensor(mask) == 0] = -100
+    args = SFTConfig(output_dir=str(tmp_path / "p"), use_cpu=True, report_to="none", max_steps=1)
+    trainer = plain_head_sft_trainer(model=str(path), args=args, processing_class=tokenizer,
+                                     train_dataset=Dataset.from_list([{"input_ids": r["input_ids"]} for r in records]))
+    batch = {"input_ids": ids, "attention_mask": attention, "labels": labels}
+    plain = trainer.compute_loss(trainer.model, batch)
+    reference = AutoModelForCausalLM.from_pretrained(path)
+    add_fused_lm_head(reference)
+    fused = reference(**batch, fused_lm_head=True)
+    expected = -fused.log_probs.sum() / fused.label_mask.sum()
+    assert torch.allclose(plain, expected, atol=1e-5), (plain, expected)
+    data = tmp_path / "gold.jsonl"
+    data.write_text("".join(json.dumps({"prompt": m, "completion": [{"role": "assistant", "content": c}]}) + "\n"
+                            for m, c in gold))
+    before = AutoModelForCausalLM.from_pretrained(path).state_dict()
+    main(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), "--lm_head", "plain",
+                 "--model_name_or_path", str(path), "--max_steps", "2", "--per_device_train_batch_size", "2",
+                 "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
+                 "--disable_tqdm", "true"]))
+    after = AutoModelForCausalLM.from_pretrained(tmp_path / "out").state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)

@@ -1,0 +1,43 @@
+"""An SFTTrainer whose loss projects only the trained positions through the LM head, in one matrix product.
+
+TRL 1.16's SFTTrainer always computes its loss through a fused, tiled LM head (`trl.trainer.utils.add_fused_lm_head`,
+`chunked_logprob.py`), which saves memory on a GPU with a large vocabulary. On a CPU with the tiny judge the tiles
+cost more than the whole model: sampled with py-spy during the quickstart's warm-up, the fused head's forward and
+backward took over half of every step (bench/RESULTS.md, "Learning proof"). The loss here is the same token-mean
+negative log-likelihood over the positions whose label is not -100; `train/sft_warmup.py --lm_head plain` selects it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _sft_trainer():
+    from trl import SFTTrainer
+
+    class PlainHeadSFTTrainer(SFTTrainer):
+        def compute_loss(self, model: Any, inputs: dict, return_outputs: bool = False,
+                         num_items_in_batch: Any = None):
+            import torch.nn.functional as F
+
+            unwrapped = self.accelerator.unwrap_model(model)
+            base = unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
+            backbone = getattr(base, base.base_model_prefix)
+            hidden = backbone(input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"),
+                              position_ids=inputs.get("position_ids")).last_hidden_state  # [B, T, H]
+            labels = inputs["labels"][:, 1:]  # [B, T-1]: position t predicts token t+1
+            keep = labels != -100
+            logits = base.get_output_embeddings()(hidden[:, :-1][keep])  # [N, V], trained positions only
+            total = F.cross_entropy(logits.float(), labels[keep], reduction="sum")
+            count = keep.sum() if num_items_in_batch is None else num_items_in_batch
+            loss = total / max(int(count), 1)
+            if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+                loss = loss * self.accelerator.num_processes  # as SFTTrainer: DDP averages gradients over ranks
+            return (loss, {"logits": logits}) if return_outputs else loss
+
+    return PlainHeadSFTTrainer
+
+
+def plain_head_sft_trainer(**kwargs: Any):
+    """`PlainHeadSFTTrainer(**kwargs)`; TRL is imported only when one is built."""
+    return _sft_trainer()(**kwargs)
