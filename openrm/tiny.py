@@ -30,6 +30,9 @@ SPECIAL_TOKENS = (PAD_TOKEN, IM_START, IM_END)
 CARD_NAME = "tiny_card.json"
 TOKENIZERS = ("bpe", "words")
 _WORD = re.compile(r"[A-Za-z0-9]+")
+# Bumped whenever the tokenizer or model recipe changes for the same TinyConfig, so `built_from` rebuilds.
+# 2: the whole-word tokenizer's " A" / " B" letter tokens.
+RECIPE = 2
 
 
 @dataclass(frozen=True)
@@ -159,9 +162,13 @@ def build_model(tokenizer, cfg: TinyConfig = TinyConfig()):
 
 
 def built_from(out_dir: str | Path, cfg: TinyConfig) -> bool:
-    """Whether `out_dir` already holds a tiny model built from exactly `cfg` (its card says so)."""
+    """Whether `out_dir` already holds a tiny model built from exactly `cfg` by this version of the recipe (its card
+    says so)."""
     card = Path(out_dir) / CARD_NAME
-    return card.exists() and json.loads(card.read_text(encoding="utf-8"))["config"] == asdict(cfg)
+    if not card.exists():
+        return False
+    written = json.loads(card.read_text(encoding="utf-8"))
+    return written["config"] == asdict(cfg) and written.get("recipe") == RECIPE
 
 
 def build(out_dir: str | Path, cfg: TinyConfig = TinyConfig()) -> Path:
@@ -172,7 +179,7 @@ def build(out_dir: str | Path, cfg: TinyConfig = TinyConfig()) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    card: dict[str, Any] = {"kind": "openrm-tiny", "random_init": True, "config": asdict(cfg),
+    card: dict[str, Any] = {"kind": "openrm-tiny", "random_init": True, "config": asdict(cfg), "recipe": RECIPE,
                             "parameters": sum(p.numel() for p in model.parameters())}
     (out / CARD_NAME).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
     logger.info("tiny judge (%d parameters, vocab %d) written to %s", card["parameters"], len(tokenizer), out)
