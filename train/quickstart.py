@@ -268,12 +268,25 @@ def plot_curves(run_dir: Path, out: Path) -> Path | None:
     return out
 
 
+def results_table(table: dict) -> list[str]:
+    """The before/after table as markdown lines ("name in query": searches whose query holds the pair's subject)."""
+    lines = ["| judge | accuracy | consistency | ties | parse failures | right corpus | name in query | "
+             "searches / judgment |", "|---|---|---|---|---|---|---|---|"]
+    for name, m in table.items():
+        tool, named = (("-" if m[k] is None else f"{m[k]:.3f}") for k in ("correct_tool_share", "queries_with_subject"))
+        lines.append(f"| {name} | {m['accuracy']:.3f} | {m['consistency']:.3f} | {m['ties']:.3f} | "
+                     f"{m['parse_failures']:.3f} | {tool} | {named} | {m['searches_per_judgment']:.2f} |")
+    return lines
+
+
 def summary(table: dict) -> str:
     """What the table shows, in words that follow from its numbers."""
     after, before, blind = table["after GRPO"], table["SFT warm-up"], table["after GRPO, no search"]
     tool, failures = after["correct_tool_share"], after["parse_failures"]
+    named = after["queries_with_subject"]
     searched = ("it never searched." if tool is None else f"{tool:.0%} of its searches use the right corpus "
-                f"(goal >= 90%: {'met' if tool >= 0.9 else 'NOT met'}).")
+                f"(goal >= 90%: {'met' if tool >= 0.9 else 'NOT met'}) and {named:.0%} name the pair's subject "
+                f"(copied from the question).")
     lines = [f"Protocol: {failures:.1%} of orders end without a parseable answer (goal <= 2%: "
              f"{'met' if failures <= 0.02 else 'NOT met'}); {searched}"]
     gap = after["accuracy"] - blind["accuracy"]
@@ -305,12 +318,7 @@ def main(args: QuickstartArguments) -> dict:
     stage(7, "judging %d held-out pairs in both orders: before and after GRPO, and without search", len(examples))
     table = {"SFT warm-up": evaluate(warm, indexes, examples), "after GRPO": evaluate(judge_dir, indexes, examples),
              "after GRPO, no search": evaluate(judge_dir, None, examples)}
-    lines = ["| judge | accuracy | consistency | ties | parse failures | right corpus | searches / judgment |",
-             "|---|---|---|---|---|---|---|"]
-    for name, m in table.items():
-        tool = "-" if m["correct_tool_share"] is None else f"{m['correct_tool_share']:.3f}"
-        lines.append(f"| {name} | {m['accuracy']:.3f} | {m['consistency']:.3f} | {m['ties']:.3f} | "
-                     f"{m['parse_failures']:.3f} | {tool} | {m['searches_per_judgment']:.2f} |")
+    lines = results_table(table)
     (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
     plot = plot_curves(run, out / "training_curves.png")

@@ -77,3 +77,21 @@ def test_gold_records_mix_drills_and_trajectories_in_the_asked_shares():
     assert kinds.count("judge") == 400 - kinds.count("copy") - kinds.count("decision")
     drills = [json.dumps(r) for r, kind in zip(records, kinds, strict=True) if kind != "judge"]
     assert len(set(drills)) == len(drills)  # drills are drawn afresh: none repeats
+
+
+def test_summary_words_follow_the_numbers():
+    from train.quickstart import results_table, summary
+
+    def row(accuracy, failures, tool, named):
+        return {"accuracy": accuracy, "consistency": accuracy, "ties": 0.0, "parse_failures": failures,
+                "correct_tool_share": tool, "queries_with_subject": named, "searches_per_judgment": 2.0}
+
+    table = {"SFT warm-up": row(0.5, 0.0, 1.0, 1.0), "after GRPO": row(0.9, 0.01, 0.95, 0.97),
+             "after GRPO, no search": row(0.3, 0.0, None, None)}
+    text = summary(table)
+    assert "goal <= 2%: met" in text and "95% of its searches" in text and "97% name" in text
+    assert "it uses the evidence" in text and "+0.40" in text
+    table["after GRPO"] = row(0.3, 0.05, 0.5, 0.0)
+    text = summary(table)
+    assert "goal <= 2%: NOT met" in text and "goal >= 90%: NOT met" in text and "does not use the evidence" in text
+    assert results_table(table)[-1].startswith("| after GRPO, no search | 0.300") and " - |" in results_table(table)[-1]
