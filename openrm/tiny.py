@@ -31,8 +31,8 @@ CARD_NAME = "tiny_card.json"
 TOKENIZERS = ("bpe", "words")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 # Bumped whenever the tokenizer or model recipe changes for the same TinyConfig, so `built_from` rebuilds.
-# 2: the whole-word tokenizer's " A" / " B" letter tokens.
-RECIPE = 2
+# 2: the whole-word tokenizer's " A" / " B" letter tokens; 3: only as whole words (2 split " Brila" into " B" "rila").
+RECIPE = 3
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def build_tokenizer(cfg: TinyConfig = TinyConfig()):
         # followed by its letter, so "2022 A" is two tokens, value then letter, and the judge's deciding step
         # ("<think>2022 A</think>") is the plain induction copy (find the value, copy the token after it) rather than
         # a copy that must skip a space token (bench/RESULTS.md, "Learning proof").
-        letters = [AddedToken(f" {letter}", normalized=False) for letter in ("A", "B")]
+        letters = [AddedToken(f" {letter}", single_word=True, normalized=False) for letter in ("A", "B")]
         tokenizer.add_tokens([AddedToken(t, normalized=False) for t in tags] + letters
                              + [AddedToken(w, single_word=True, normalized=False) for w in words])
     tokenizer.padding_side = "left"
