@@ -30,7 +30,8 @@ from pathlib import Path
 
 from openrm.rubrics.prompts import GENERAL_RUBRIC
 from openrm.rubrics.record import RubricError, parse_rubric, strip_thinking
-from openrm.rubrics.scorer import SCORER_KINDS, PairAsk, ReportAsk, Scorer, ScorerSpec, score_reports
+from openrm.rubrics.scorer import PairAsk, ReportAsk, Scorer, score_reports
+from openrm.rubrics.scorer_spec import SCORER_KINDS, ScorerSpec
 from openrm.rubrics.triplets import Triplet, TripletFields
 
 logger = logging.getLogger("openrm.eval_rubrics")
@@ -202,7 +203,7 @@ def generate(args: RubricEvalArguments, queries: list[str], out: Path) -> list[l
 
 
 def main(args: RubricEvalArguments) -> dict:
-    from openrm.rubrics.scorer import build_scorer
+    from openrm.rubrics.scorer_spec import build_scorer
     from openrm.rubrics.triplets import load_triplets
 
     out = Path(args.out)

@@ -19,12 +19,10 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from openrm.generation import Generation, SamplingParams
-
 if TYPE_CHECKING:
     import torch
 
-    from openrm.generation import HFGenerator
+    from openrm.generation import Generation, HFGenerator, SamplingParams
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # `accelerate launch train/grpo_rubric_generator.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from openrm.rubrics.reward import HybridWeights  # noqa: E402
-from openrm.rubrics.scorer import SCORER_KINDS, ScorerSpec  # noqa: E402
+from openrm.rubrics.scorer_spec import SCORER_KINDS, ScorerSpec  # noqa: E402
 from openrm.rubrics.triplets import TripletFields  # noqa: E402
 
 logger = logging.getLogger("openrm.grpo_rubric_generator")
@@ -96,7 +96,7 @@ def build_trainer(script_args: RubricGeneratorArguments, training_args, model_ar
     from trl import GRPOTrainer, get_peft_config
 
     from openrm.rubrics.reward import RubricGeneratorReward
-    from openrm.rubrics.scorer import build_scorer
+    from openrm.rubrics.scorer_spec import build_scorer
 
     rank, out = PartialState().process_index, Path(training_args.output_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
