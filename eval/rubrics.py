@@ -187,19 +187,15 @@ class RubricEvalArguments:
 
 
 def generate(args: RubricEvalArguments, queries: list[str], out: Path) -> list[list[str]]:
-    from openrm.rubrics.generator import LocalGenerator, ServedGenerator
+    from openrm.rubrics.generator import open_generator
 
-    if args.generator_path:
-        gen = LocalGenerator(args.generator_path, args.prompt_style, max_new_tokens=args.max_new_tokens)
-        return gen.generate(queries, args.samples, args.temperature, args.seed)
-    from data_synthesis.llm_client import ClientConfig
-
-    gen = ServedGenerator(ClientConfig(args.generator_server, args.generator_model), out / "generator_cache.jsonl",
-                          args.prompt_style, args.max_new_tokens)
+    gen = open_generator(args.generator_path, args.generator_server, args.generator_model, args.prompt_style,
+                         args.max_new_tokens, out / "generator_cache.jsonl")
     try:
         return gen.generate(queries, args.samples, args.temperature, args.seed)
     finally:
-        gen.close()
+        if hasattr(gen, "close"):
+            gen.close()
 
 
 def main(args: RubricEvalArguments) -> dict:

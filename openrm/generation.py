@@ -5,9 +5,9 @@ backend returns is exactly what was sampled. Backends: `HFGenerator` (transforme
 (optional import; TRL's colocated engine when training with `use_vllm`), `OpenAIGenerator` (vLLM's
 OpenAI-compatible completions endpoint, for a served judge).
 
-A multi-turn caller opens a `Session` over its rows (`open_session`): a backend that can keep per-row state
-between turns offers one (`HFGenerator.session`: each row's KV cache, `openrm/kv_session.py`); any other backend
-gets a `ResendSession`, which sends each row's whole context again every turn.
+A multi-turn caller opens a `Session` over its rows (`openrm.kv_session.open_session`): an `HFGenerator` keeps
+each row's KV cache between turns (`KVSession`), a backend with its own `session(prompts)` method uses that, and
+any other backend gets a `ResendSession` (defined here), which sends each row's whole context again every turn.
 
 `transformers serve` (5.17) cannot back `OpenAIGenerator`: its /v1/completions takes only a string prompt
 (400 on token ids), rejects fields it does not know, e.g. `return_tokens_as_token_ids` and `top_k` (422),
@@ -109,12 +109,6 @@ class ResendSession:
         return context
 
 
-def open_session(generator: Generator, prompts: Sequence[Sequence[int]]) -> Session:
-    """The generator's own session when it offers one (`generator.session(prompts)`), else a `ResendSession`."""
-    opener = getattr(generator, "session", None)
-    return opener(prompts) if callable(opener) else ResendSession(generator, prompts)
-
-
 class _StopWatch:
     """transformers' `StopStringCriteria` applied to the *generated* columns only (stock `stop_strings=` also
     matches a stop string that starts inside the prompt, which vLLM and our trimming do not), remembering the
@@ -139,9 +133,10 @@ class HFGenerator:
     TRL's GRPOTrainer recomputes them, so the importance ratio is 1 on-policy. Only the sampling knobs below apply:
     the model's own generation defaults (e.g. Qwen's repetition_penalty) are overridden with neutral values.
 
-    `session(prompts)` (what the rollout uses) keeps each row's KV cache between turns when `reuse_cache` (a
-    `KVSession`: a turn prefills only what the row gained since its last one); `reuse_cache=False` gives a
-    `ResendSession` over `generate`, which prefills every row's whole context again each turn."""
+    `openrm.kv_session.open_session(generator, prompts)` (what the rollout uses) keeps each row's KV cache between
+    turns when `reuse_cache` (a `KVSession`: a turn prefills only what the row gained since its last one);
+    `reuse_cache=False` gives a `ResendSession` over `generate`, which prefills every row's whole context again
+    each turn."""
 
     def __init__(self, model, tokenizer, batch_size: int | None = None, reuse_cache: bool = True):
         if batch_size is not None and batch_size < 1:
@@ -170,14 +165,6 @@ class HFGenerator:
         with self.running(params) as device:
             return [g for start in range(0, len(rows), size)
                     for g in self._batch(rows[start:start + size], params, device)]
-
-    def session(self, prompts: Sequence[Sequence[int]]) -> Session:
-        """A multi-turn session over `prompts` (see the class docstring)."""
-        from openrm import kv_session
-
-        if self.reuse_cache and kv_session.fits(self.model):
-            return kv_session.KVSession(self, prompts)
-        return ResendSession(self, prompts)
 
     @contextlib.contextmanager
     def running(self, params: SamplingParams):

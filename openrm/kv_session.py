@@ -2,10 +2,10 @@
 
 A turn prefills only what a row gained since its last turn (its last sampled token, which was never fed, and the
 environment's `<information>` tokens), then decodes token by token with the model's forward and a `DynamicCache`;
-a row leaves the decoding batch as soon as it stops. Opened by `HFGenerator.session(prompts)`, which is what
+a row leaves the decoding batch as soon as it stops. Opened by `open_session(generator, prompts)`, which is what
 `openrm.rollout.rollout` uses:
 
-    session = HFGenerator(model, tokenizer).session(prompts)
+    session = open_session(HFGenerator(model, tokenizer), prompts)
     gens = session.generate([0, 1], params); session.extend(0, information_ids); session.close(1)
 
 Layout of one turn's batch: cached tokens right-aligned in columns [0, W), the pending tokens right-aligned in
@@ -19,10 +19,10 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from openrm.generation import Generation, Generator, HFGenerator, ResendSession, SamplingParams, Session
+
 if TYPE_CHECKING:
     import torch
-
-    from openrm.generation import Generation, HFGenerator, SamplingParams
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,17 @@ def fits(model) -> bool:
                     sorted(set(types)))
         return False
     return True
+
+
+def open_session(generator: Generator, prompts: Sequence[Sequence[int]]) -> Session:
+    """A `Session` over `prompts`: a `KVSession` for an `HFGenerator` with `reuse_cache` whose model `fits`, the
+    generator's own `session(prompts)` when it has one, else a `ResendSession` (whole contexts every turn)."""
+    if isinstance(generator, HFGenerator):
+        if generator.reuse_cache and fits(generator.model):
+            return KVSession(generator, prompts)
+        return ResendSession(generator, prompts)
+    opener = getattr(generator, "session", None)
+    return opener(prompts) if callable(opener) else ResendSession(generator, prompts)
 
 
 class KVSession:

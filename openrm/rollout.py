@@ -5,7 +5,7 @@ Token ids are kept exactly as the generator sampled them; only the environment's
 tokenised here, and they are masked out of the loss. A trajectory that ends with `</answer>` gets the EOS token
 appended (masked), so trainers that detect truncation by a final EOS (TRL) see it as finished.
 
-The generator is driven through a `Session` (`openrm.generation.open_session`): with `HFGenerator` each row keeps
+The generator is driven through a `Session` (`openrm.kv_session.open_session`): with `HFGenerator` each row keeps
 its KV cache across turns, so a turn prefills only the `<information>` block it was given; other backends get
 their whole context re-sent every turn.
 
@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from openrm import protocol
-from openrm.generation import Generator, SamplingParams, open_session
+from openrm.generation import Generator, SamplingParams
+from openrm.kv_session import open_session
 from openrm.protocol import ToolCall
 from openrm.tools import ToolBox, ToolResult
 

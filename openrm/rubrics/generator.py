@@ -86,3 +86,16 @@ class ServedGenerator:
 
     def close(self) -> None:
         self.cache.close()
+
+
+def open_generator(path: str | Path = "", server: str = "", model: str = "", style: str = "full",
+                   max_new_tokens: int = 2048, cache: str | Path = "", device: str = "cpu"):
+    """A `LocalGenerator` for a checkpoint folder `path`, else a `ServedGenerator` for `server` + `model` (its
+    requests cached in `cache`). Close a served one with `close()` when done."""
+    if path:
+        return LocalGenerator(path, style, device=device, max_new_tokens=max_new_tokens)
+    if not (server and model and cache):
+        raise ValueError("a rubric generator needs a checkpoint folder, or a server URL, its model name and a cache")
+    from data_synthesis.llm_client import ClientConfig
+
+    return ServedGenerator(ClientConfig(server, model), cache, style, max_new_tokens)

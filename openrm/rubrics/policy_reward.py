@@ -3,7 +3,7 @@ generated once and cached, and the Eq. 2 rubric score of each completion as a po
 
     rubrics = RubricBook(LocalGenerator("runs/rubrics/grpo", "compact"), "runs/policy/rubrics.jsonl")
     reward = RubricScoreReward(scorer, rubrics)          # GRPOTrainer(..., reward_funcs=[reward])
-    rows = add_rubric_column(rows, rubrics)              # the `rubric` column TournamentReward shows its group judge
+    rows = add_rubric_column(rows, rubrics)              # a `rubric` column (JSON): scored, and shown to a group judge
 
 A prompt whose generated rubric does not parse gets the general rubric (prompts.GENERAL_RUBRIC), logged and counted
 (`rubric_policy/fallback_rubrics`); a completion whose rating fails gets reward 0, logged and counted
@@ -77,9 +77,20 @@ class RubricBook:
 
 def add_rubric_column(rows: Sequence[Mapping[str, Any]], book: RubricBook,
                       query_field: str = "question") -> list[dict[str, Any]]:
-    """Policy prompt rows with a `rubric` column (the rendered rubric a group judge is shown)."""
+    """Policy prompt rows with a `rubric` column: the prompt's rubric as JSON, what `RubricScoreReward` scores with
+    and what a rubric group judge is shown (rendered as numbered, weighted lines)."""
     rubrics = book.rubrics([str(r[query_field]) for r in rows])
-    return [{**r, "rubric": rubric.render()} for r, rubric in zip(rows, rubrics, strict=True)]
+    return [{**r, "rubric": rubric.to_json()} for r, rubric in zip(rows, rubrics, strict=True)]
+
+
+def check_rubric_column(texts: Sequence[Any], what: str = "dataset") -> None:
+    """ValueError naming the first row whose `rubric` cell is not a rubric `parse_rubric` accepts (checked before
+    training, so a bad row is not found mid-run)."""
+    for i, text in enumerate(texts):
+        try:
+            parse_rubric(text)
+        except RubricError as exc:
+            raise ValueError(f"{what}: row {i}'s rubric column does not parse: {exc}") from exc
 
 
 class RubricScoreReward:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from openrm.rubrics.record import RubricError, parse_rubric
 from openrm.tournament.judges import GroupRequest, select_winners
 
 logger = logging.getLogger(__name__)
@@ -22,11 +23,20 @@ SYSTEM = ("You rank candidate responses to the same task. Judge them against the
           "on substance rather than length or style, and never by their position in the list.")
 
 
+def shown_rubric(text: str) -> str:
+    """A rubric as the judge reads it: a JSON rubric (the `rubric` column openrm.rubrics writes) as numbered lines
+    with normalised weights, any other text as given."""
+    try:
+        return parse_rubric(text).render()
+    except RubricError:
+        return text
+
+
 def judge_messages(req: GroupRequest) -> list[dict[str, str]]:
     n, k = len(req.candidates), req.k
     parts = [f"## Task\n{req.question}"]
     if req.rubric:
-        parts.append(f"## Rubric\n{req.rubric}")
+        parts.append(f"## Rubric\n{shown_rubric(req.rubric)}")
     for number, text in enumerate(req.candidates, start=1):
         parts.append(f"## Candidate {number}\n{text}\n## End of candidate {number}")
     parts.append(f"Choose the {k} best of these {n} candidates. Think briefly if you need to, then end with one "

@@ -16,8 +16,8 @@ from transformers import AutoModelForCausalLM
 
 from openrm import protocol
 from openrm import rollout as rollout_module
-from openrm.generation import HFGenerator, ResendSession, SamplingParams, open_session
-from openrm.kv_session import KVSession
+from openrm.generation import HFGenerator, ResendSession, SamplingParams
+from openrm.kv_session import KVSession, open_session
 from openrm.rollout import RolloutConfig, prompt_token_ids, rollout
 from openrm.toyworld import ToyWorld
 
@@ -70,10 +70,10 @@ def test_turns_with_environment_tokens_match_resending(model, tokenizer, prompts
              2: tokenizer.encode(" x"), 3: tokenizer.encode("\n<information>\nnothing\n</information>\n") * 3}
     turns = [[0, 1, 2, 3], [0, 1, 2, 3], [3, 0], [2], [0, 2, 3]]  # rows skip turns and come back, in any order
     params = SamplingParams(max_new_tokens=9, temperature=0)
-    kv = HFGenerator(model, tokenizer, batch_size=batch_size).session(prompts)
+    kv = open_session(HFGenerator(model, tokenizer, batch_size=batch_size), prompts)
     assert isinstance(kv, KVSession)
     got = _play(kv, turns, params, extra)
-    expected = _play(HFGenerator(model, tokenizer, reuse_cache=False).session(prompts), turns, params, extra)
+    expected = _play(open_session(HFGenerator(model, tokenizer, reuse_cache=False), prompts), turns, params, extra)
     _assert_same(got, expected)
     assert len({tuple(g[0]) for turn in got for g in turn}) > 5  # the rows really wrote different text
 
@@ -87,8 +87,8 @@ def test_rows_that_stop_leave_the_batch_and_resume_exactly(model, tokenizer, pro
     stopping = SamplingParams(max_new_tokens=24, temperature=0, stop=(text[-2:],))
     turns = [[0, 1, 2, 3]] * 3
     extra = {i: tokenizer.encode(f" [{i}]") for i in range(4)}
-    got = _play(HFGenerator(model, tokenizer).session(prompts), turns, stopping, extra)
-    expected = _play(HFGenerator(model, tokenizer, reuse_cache=False).session(prompts), turns, stopping, extra)
+    got = _play(open_session(HFGenerator(model, tokenizer), prompts), turns, stopping, extra)
+    expected = _play(open_session(HFGenerator(model, tokenizer, reuse_cache=False), prompts), turns, stopping, extra)
     _assert_same(got, expected)
     first = got[0]
     assert first[0][2] == "stop" and len(first[0][0]) <= 6
@@ -101,8 +101,8 @@ def test_sampled_rows_alone_draw_what_generate_draws(model, tokenizer, prompts):
     params = SamplingParams(max_new_tokens=12, temperature=0.8, top_k=40, top_p=0.9, seed=3)
     turns = [[0, 1, 2], [0, 1, 2]]
     extra = {i: tokenizer.encode(" evidence") for i in range(3)}
-    got = _play(HFGenerator(model, tokenizer, batch_size=1).session(prompts[:3]), turns, params, extra)
-    expected = _play(HFGenerator(model, tokenizer, batch_size=1, reuse_cache=False).session(prompts[:3]), turns,
+    got = _play(open_session(HFGenerator(model, tokenizer, batch_size=1), prompts[:3]), turns, params, extra)
+    expected = _play(open_session(HFGenerator(model, tokenizer, batch_size=1, reuse_cache=False), prompts[:3]), turns,
                      params, extra)
     _assert_same(got, expected)
     context = list(prompts[0]) + got[0][0][0] + extra[0]
@@ -138,7 +138,7 @@ def test_greedy_rollout_is_identical_to_the_reprefilling_rollout(model, tokenize
 
 
 def test_closed_rows_and_backends_without_sessions(model, tokenizer, prompts):
-    session = HFGenerator(model, tokenizer).session(prompts[:2])
+    session = open_session(HFGenerator(model, tokenizer), prompts[:2])
     session.generate([0, 1], SamplingParams(3, temperature=0))
     session.close(1)
     with pytest.raises(ValueError, match="closed"):
@@ -156,13 +156,13 @@ def test_closed_rows_and_backends_without_sessions(model, tokenizer, prompts):
 def test_sliding_window_models_resend_whole_contexts(tiny_dir, tokenizer, prompts):
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
     model.config.layer_types = ["sliding_attention"] * len(model.config.layer_types)
-    assert isinstance(HFGenerator(model, tokenizer).session(prompts), ResendSession)
+    assert isinstance(open_session(HFGenerator(model, tokenizer), prompts), ResendSession)
 
 
 def test_train_mode_is_restored(model, tokenizer, prompts):
     model.train()
     try:
-        HFGenerator(model, tokenizer).session(prompts[:1]).generate([0], SamplingParams(3, temperature=0))
+        open_session(HFGenerator(model, tokenizer), prompts[:1]).generate([0], SamplingParams(3, temperature=0))
         assert all(m.training for m in model.modules())
     finally:
         model.eval()

@@ -8,6 +8,7 @@ import json
 import math
 
 from openrm.rubrics.policy_reward import RubricBook, RubricScoreReward, add_rubric_column
+from openrm.rubrics.record import parse_rubric
 from openrm.rubrics.toy_scorer import ToyScorer
 
 GOOD = json.dumps([{"title": "Covers Velaen", "description": "About Velaen.", "weight": 3},
@@ -54,6 +55,6 @@ def test_rubric_column_reaches_the_group_judge_prompt(tmp_path):
 
     rows = add_rubric_column([{"question": "Write about Velaen.", "prompt": "x"}],
                              RubricBook(CountingGenerator(), tmp_path / "r.jsonl"))
-    assert rows[0]["rubric"].startswith("1. [weight 0.75] Covers Velaen: About Velaen.")
+    assert parse_rubric(rows[0]["rubric"]).items[0].title == "Covers Velaen"  # JSON: what the scorer reads
     messages = judge_messages(GroupRequest(rows[0]["question"], rows[0]["rubric"], ("a", "b", "c"), 1))
-    assert "Covers Velaen" in messages[-1]["content"]
+    assert "## Rubric\n1. [weight 0.75] Covers Velaen: About Velaen." in messages[-1]["content"]  # shown rendered
