@@ -9,6 +9,11 @@ The reward is `openrm.tournament.TournamentReward`: it gathers every process's c
 judged whole and exactly once, seeds group g of step s from (seed, s, g), logs `tournament/*` (judge calls, ties,
 failures, judge seconds, reward spread) and appends every match to `<match_log>.rank<r>.jsonl`. A failed or
 nonsensical verdict is a logged tie; a judge that crashes gives that step's groups equal rewards, never a crash.
+
+Rubric rewards (query-specific rubrics, Sec. 3.4): `--rewards rubric` (or `tournament+rubric`) scores each completion
+against its prompt's rubric (`openrm.rubrics.policy_reward.RubricScoreReward`, a rating model behind
+`--rubric_scorer_server`); the rubrics come from the dataset's `rubric` column or from `--rubric_generator`, which
+writes one per prompt before training and caches it (the column a rubric group judge is also shown).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # `accelerate launch train/grpo_policy.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from openrm.rubrics.scorer_spec import SCORER_KINDS, ScorerSpec  # noqa: E402
 from openrm.tournament import SHAPINGS, TOPOLOGIES  # noqa: E402
 from openrm.tournament.match_judge import GROUP_KINDS, PAIRWISE_KINDS, MatchJudgeSpec  # noqa: E402
 from plumbing.arguments import Collect  # noqa: E402
@@ -31,6 +37,7 @@ from retrieval.retriever import parse_locations  # noqa: E402
 logger = logging.getLogger("openrm.grpo_policy")
 RUN_FILE = "policy_run.json"  # what this run trained with, beside the model
 VERIFIERS = ("", "answer_match")
+REWARDS = ("tournament", "rubric", "tournament+rubric")
 
 
 @dataclass
@@ -72,6 +79,22 @@ class PolicyArguments:
         "help": "Regex a completion must match whole for the format reward (Tournament-GRPO's r_fmt; '' = none)."})
     match_log: str = field(default="", metadata={"help": "JSONL match log; each process appends "
                                                          "<stem>.rank<r>.jsonl ('' = <output_dir>/matches.jsonl)."})
+    rewards: str = field(default="tournament", metadata={
+        "help": f"One of {REWARDS}: the tournament's standings, each completion's rubric score (Eq. 2 of the "
+                "query-specific rubrics paper, pointwise, in [0, 1]) or both (weigh them with reward_weights)."})
+    rubric_generator: str = field(default="", metadata={
+        "help": "Query-specific rubrics, one per prompt, generated before training and cached: a local generator "
+                "checkpoint (train/grpo_rubric_generator.py) or the URL of a served one (with "
+                "rubric_generator_model). '' = the dataset's own rubric column, if any."})
+    rubric_generator_model: str = field(default="", metadata={"help": "Model name the generator server serves."})
+    rubric_style: str = field(default="full", metadata={"help": "Generator prompt: full or compact (tiny)."})
+    rubric_max_new_tokens: int = field(default=2048, metadata={"help": "Generator budget per rubric."})
+    rubric_cache: str = field(default="", metadata={
+        "help": "JSONL of the generated rubrics (a rerun generates none twice; '' = <output_dir>/rubrics.jsonl)."})
+    rubric_scorer: str = field(default="server", metadata={"help": f"Rubric reward's scorer: one of {SCORER_KINDS}."})
+    rubric_scorer_server: str = field(default="", metadata={"help": "OpenAI-compatible URL of the rating model."})
+    rubric_scorer_model: str = field(default="", metadata={"help": "Model name the scorer server serves."})
+    rubric_scorer_concurrency: int = field(default=32, metadata={"help": "Rating requests in flight."})
 
     def __post_init__(self):
         if self.topology_options is None:
@@ -94,6 +117,13 @@ class PolicyArguments:
             batch_size=self.judge_batch_size, concurrency=self.judge_concurrency, world_seed=self.world_seed,
             group=self.group_judge, group_server=self.group_server, group_model=self.group_model)
         self.topology_obj = make_topology(self.topology, self.topology_options)
+        if self.rewards not in REWARDS:
+            raise ValueError(f"rewards must be one of {REWARDS}, got {self.rewards!r}")
+        self.scorer_spec = None
+        if "rubric" in self.rewards:
+            self.scorer_spec = ScorerSpec(kind=self.rubric_scorer, server=self.rubric_scorer_server,
+                                          model=self.rubric_scorer_model, concurrency=self.rubric_scorer_concurrency,
+                                          world_seed=self.world_seed)
         if self.greedy_anchor and getattr(self.topology_obj, "anchor", 0) != 0:
             raise ValueError("the greedy anchor is each group's first completion: set the topology's anchor to 0")
 
@@ -122,10 +152,41 @@ def load_rows(path: str, split: str, limit: int):
     return data.select(range(min(limit, len(data)))) if limit else data
 
 
+def with_rubrics(train_dataset, script_args: PolicyArguments, output_dir: str):
+    """The prompts with a `rubric` column (JSON): each prompt's query-specific rubric from the generator, generated
+    once by the main process and appended to the cache, which every other process then reads. A rubric that does not
+    parse becomes the general rubric (logged); the TournamentReward shows the column to a rubric group judge."""
+    from accelerate import PartialState
+
+    from openrm.rubrics.generator import open_generator
+    from openrm.rubrics.policy_reward import RubricBook, add_rubric_column
+    from openrm.tournament.trl_reward import question_of
+
+    target = script_args.rubric_generator
+    served = target.startswith(("http://", "https://"))
+    cache = Path(script_args.rubric_cache or Path(output_dir) / "rubrics.jsonl")
+    rows = [{**r, "question": r.get("question") or question_of(r["prompt"])} for r in train_dataset.to_list()]
+    with PartialState().main_process_first():
+        generator = open_generator("" if served else target, target if served else "",
+                                   script_args.rubric_generator_model, script_args.rubric_style,
+                                   script_args.rubric_max_new_tokens, cache.with_suffix(".requests.jsonl"))
+        book = RubricBook(generator, cache)
+        rows = add_rubric_column(rows, book)
+        if hasattr(generator, "close"):
+            generator.close()
+    logger.info("rubrics for %d prompts (%s; %d fell back to the general rubric)", len(rows), cache, book.fallbacks)
+    from datasets import Dataset
+
+    return Dataset.from_list(rows)
+
+
 def build_trainer(script_args: PolicyArguments, training_args, model_args):
+    from accelerate import PartialState
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
 
+    from openrm.rubrics.policy_reward import RubricScoreReward, check_rubric_column
+    from openrm.rubrics.scorer_spec import build_scorer
     from openrm.tournament import Arena, TournamentReward
     from openrm.tournament.greedy_anchor import make_greedy_anchor_rollout
     from openrm.tournament.match_judge import build_group, build_pairwise
@@ -135,19 +196,31 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     train_dataset = load_rows(script_args.dataset, script_args.dataset_split, script_args.max_examples)
     logger.info("training on %d prompts from %s", len(train_dataset), script_args.dataset)
 
-    spec, topology = script_args.judge_spec, script_args.topology_obj
-    group_rounds = topology.name == "multi_round"
-    pairwise = None  # a multi-round tournament with the rubric group judge needs no pairwise judge
-    if not group_rounds or spec.group == "pairwise":
-        pairwise = build_pairwise(spec, train_dataset.to_list() if spec.kind == "toy-oracle" else ())
-    group = build_group(spec, pairwise) if group_rounds else None
-    arena = Arena(pairwise=pairwise, group=group, orders=script_args.orders, seed=training_args.seed)
-    reward = TournamentReward(
-        topology, arena, group_size=training_args.num_generations, shaping=script_args.shaping,
-        match_log=script_args.match_log or str(Path(training_args.output_dir) / "matches.jsonl"),
-        verifier=AnswerMatch() if script_args.verifier == "answer_match" else None,
-        anchor_position=0 if script_args.greedy_anchor else None)
-    reward_funcs = [reward]
+    if script_args.rubric_generator:
+        train_dataset = with_rubrics(train_dataset, script_args, training_args.output_dir)
+    if script_args.scorer_spec is not None and "rubric" not in train_dataset.column_names:
+        raise ValueError("the rubric reward needs a rubric column in the dataset or a rubric_generator")
+    if "rubric" in train_dataset.column_names:
+        check_rubric_column(train_dataset["rubric"], script_args.dataset)
+
+    reward_funcs = []
+    if "tournament" in script_args.rewards:
+        spec, topology = script_args.judge_spec, script_args.topology_obj
+        group_rounds = topology.name == "multi_round"
+        pairwise = None  # a multi-round tournament with the rubric group judge needs no pairwise judge
+        if not group_rounds or spec.group == "pairwise":
+            pairwise = build_pairwise(spec, train_dataset.to_list() if spec.kind == "toy-oracle" else ())
+        group = build_group(spec, pairwise) if group_rounds else None
+        arena = Arena(pairwise=pairwise, group=group, orders=script_args.orders, seed=training_args.seed)
+        reward_funcs.append(TournamentReward(
+            topology, arena, group_size=training_args.num_generations, shaping=script_args.shaping,
+            match_log=script_args.match_log or str(Path(training_args.output_dir) / "matches.jsonl"),
+            verifier=AnswerMatch() if script_args.verifier == "answer_match" else None,
+            anchor_position=0 if script_args.greedy_anchor else None))
+    if script_args.scorer_spec is not None:
+        rank = PartialState().process_index
+        cache = Path(training_args.output_dir) / f"rubric_ratings.rank{rank}.jsonl"
+        reward_funcs.append(RubricScoreReward(build_scorer(script_args.scorer_spec, cache=cache)))
     if script_args.format_pattern:
         reward_funcs.append(FormatReward(script_args.format_pattern))
     rollout_func = make_greedy_anchor_rollout(training_args.num_generations) if script_args.greedy_anchor else None

@@ -205,3 +205,35 @@ def test_bad_policy_arguments_are_clear_errors():
         PolicyArguments(dataset="x", judge="openrm")
     with pytest.raises(ValueError, match="anchor to 0"):
         PolicyArguments(dataset="x", topology="anchor", topology_options='{"anchor": 2}', greedy_anchor=True)
+    with pytest.raises(ValueError, match="rewards must be one of"):
+        PolicyArguments(dataset="x", rewards="rubrics")
+    with pytest.raises(ValueError, match="scorer_server"):
+        PolicyArguments(dataset="x", rewards="rubric", rubric_scorer="server")
+
+
+def test_rubric_rewards_generate_each_prompts_rubric_once_and_score_every_completion(policy_dir, tmp_path):
+    """The untrained tiny model as rubric generator writes no valid rubric, so every prompt gets the general rubric
+    (logged, cached once per prompt); the toy scorer rates 5 on items that name no entity, so every completion's
+    Eq. 2 score is (5 - 1) / 9 whatever it says, beside the tournament's reward."""
+    out = tmp_path / "rubric"
+    trainer = _run(policy_dir, out, "--max_steps", "2", "--rewards", "tournament+rubric", "--rubric_scorer", "toy",
+                   "--rubric_generator", str(policy_dir / "tiny"), "--rubric_style", "compact",
+                   "--rubric_max_new_tokens", "8", "--format_pattern", "")
+    questions = {json.loads(x)["question"] for x in (policy_dir / "prompts.jsonl").read_text().splitlines()}
+    cached = [json.loads(x) for x in (out / "rubrics.jsonl").read_text().splitlines()]
+    assert sorted(c["query"] for c in cached) == sorted(questions)  # one generation per prompt, no more
+    logs = [h for h in trainer.state.log_history if "rewards/rubric_score/mean" in h]
+    assert len(logs) == 2 and all(math.isclose(h["rewards/rubric_score/mean"], 4 / 9, rel_tol=1e-5) for h in logs)
+    assert all(h["rewards/rubric_score/std"] == 0.0 and "tournament/judge_calls" in h for h in logs)
+
+
+def test_a_bad_rubric_column_or_none_at_all_stops_before_training(policy_dir, tmp_path):
+    rows = [json.loads(x) for x in (policy_dir / "prompts.jsonl").read_text().splitlines()]
+    good = '[{"title": "Names it", "description": "Names the river.", "weight": 1}]'
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(json.dumps({**r, "rubric": good if i != 3 else '[{"title": "x"}]'}) + "\n"
+                           for i, r in enumerate(rows)))
+    with pytest.raises(ValueError, match="row 3's rubric column does not parse"):
+        _run(policy_dir, tmp_path / "a", "--rewards", "rubric", "--rubric_scorer", "toy", "--dataset", str(bad))
+    with pytest.raises(ValueError, match="needs a rubric column"):
+        _run(policy_dir, tmp_path / "b", "--rewards", "rubric", "--rubric_scorer", "toy")
