@@ -10,7 +10,8 @@ records are tokenized (`openrm.rollout.tokenize_record`) the way a rollout build
 template with the generation prompt, then the completion, with every `<information>` block encoded on its own as the
 environment appends it and masked out of the loss (as GRPO's env_mask does), and the end-of-turn token last. So the
 loss covers only what the judge writes itself: trained on the passages too, a small model learns to write
-`<information>` blocks of its own.
+`<information>` blocks of its own. A record may instead come tokenized, {"input_ids": [...], "completion_mask":
+[...]} (1 = trained on), e.g. the quickstart's induction drills (random tokens shown twice, no chat template).
 """
 
 from __future__ import annotations
@@ -25,6 +26,23 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 logger = logging.getLogger("openrm.sft_warmup")
+
+def _tokenized(tokenizer, record: dict) -> dict:
+    """A record's input_ids and completion_mask: given (a pre-tokenized record) or built by `tokenize_record`."""
+    from openrm.rollout import tokenize_record
+
+    ids = record.get("input_ids")
+    if ids is None:
+        if record.get("prompt") is None or record.get("completion") is None:
+            raise ValueError("each record needs prompt and completion, or input_ids and completion_mask")
+        return tokenize_record(tokenizer, record["prompt"], _completion_text(record))
+    mask = record.get("completion_mask")
+    if (not isinstance(ids, list) or not ids or mask is None or len(mask) != len(ids)
+            or not all(isinstance(t, int) and 0 <= t < len(tokenizer) for t in ids) or set(mask) - {0, 1}):
+        raise ValueError("a tokenized record needs input_ids (token ids of this tokenizer) and a completion_mask "
+                         "of 0/1 of the same length")
+    return {"input_ids": ids, "completion_mask": mask}
+
 
 def _completion_text(record: dict) -> str:
     completion = record["completion"]
@@ -55,18 +73,16 @@ def main(script_args: WarmupArguments, training_args, model_args) -> None:
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
-    from openrm.rollout import tokenize_record
-
     dataset = load_dataset("json", data_files=script_args.dataset, split="train")
     missing = {"prompt", "completion"} - set(dataset.column_names)
-    if missing:
+    if missing and "input_ids" not in dataset.column_names:
         raise ValueError(f"{script_args.dataset}: records lack {sorted(missing)}")
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
     if tokenizer.eos_token_id is None:
         raise ValueError(f"{model_args.model_name_or_path}: the tokenizer names no end-of-turn (eos) token")
     try:
-        dataset = dataset.map(lambda r: tokenize_record(tokenizer, r["prompt"], _completion_text(r)),
-                              remove_columns=dataset.column_names, desc="Tokenizing gold trajectories")
+        dataset = dataset.map(lambda r: _tokenized(tokenizer, r), remove_columns=dataset.column_names,
+                              desc="Tokenizing gold trajectories")
     except ValueError as exc:
         raise ValueError(f"{script_args.dataset}: {exc}") from exc
     masked = sum(len(m) - sum(m) for m in dataset["completion_mask"])

@@ -77,6 +77,31 @@ def test_warmup_trains_on_masked_records_and_rejects_bad_completions(tiny, gold,
         main(*parse(["--dataset", str(bad), "--output_dir", str(tmp_path / "bad"), *common]))
 
 
+def test_tokenized_records_mix_with_chat_records_and_bad_ones_are_refused(tiny, gold, tmp_path):
+    """Pre-tokenized drills (input_ids + completion_mask, no chat template) train beside chat records, with the loss
+    on exactly their masked-in positions; a record whose mask does not fit its ids is a clear error."""
+    from transformers import AutoTokenizer
+
+    path, _ = tiny
+    tok = AutoTokenizer.from_pretrained(path)
+    words = tok.encode("alpha beta gamma delta", add_special_tokens=False)
+    drill = {"input_ids": words + words, "completion_mask": [0] * (len(words) + 1) + [1] * (len(words) - 1)}
+    data = tmp_path / "mixed.jsonl"
+    data.write_text("".join(json.dumps({"prompt": m, "completion": [{"role": "assistant", "content": c}]}) + "\n"
+                            for m, c in gold) + json.dumps(drill) + "\n")
+    common = ["--model_name_or_path", str(path), "--max_steps", "2", "--per_device_train_batch_size", "2",
+              "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
+              "--disable_tqdm", "true"]
+    main(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), *common]))
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    for bad_drill in ({**drill, "completion_mask": drill["completion_mask"][:-1]},
+                      {**drill, "input_ids": [len(tok) + 5] * len(words * 2)}):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(json.dumps(bad_drill) + "\n")
+        with pytest.raises(ValueError, match="bad.jsonl: a tokenized record needs input_ids"):
+            main(*parse(["--dataset", str(bad), "--output_dir", str(tmp_path / "bad"), *common]))
+
+
 def test_plain_lm_head_gives_the_fused_heads_loss_and_trains(tiny, gold, tmp_path):
     import torch
     from datasets import Dataset
