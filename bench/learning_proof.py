@@ -36,7 +36,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from openrm.toyworld import ToyWorld, write_dataset  # noqa: E402
-from train.quickstart import QuickstartArguments, evaluate, grpo, tiny_model, toy_indexes, warm_up  # noqa: E402
+from train.quickstart import (  # noqa: E402
+    QuickstartArguments,
+    evaluate,
+    grpo,
+    induction_stage,
+    tiny_model,
+    toy_indexes,
+    warm_up,
+)
 
 logger = logging.getLogger("learning_proof")
 METRICS = ("correct_tool_share", "sampled_tool_share", "searches_per_order", "model_tokens_per_order", "accuracy",
@@ -74,10 +82,16 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
                                      num_layers=args.layers, head_dim=args.head_dim)
         base = tiny_model(args.out / f"tiny-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}",
                           recipe.tiny_config())
+        if args.induct_steps:  # as the quickstart: a few words first, then every word and letter
+            for vocab, steps in ((args.induct_vocab, args.induct_steps), (0, min(args.induct_steps, 1500))):
+                base = induction_stage(world, base, args.out / f"induct-h{args.hidden}-l{args.layers}-d{args.head_dim}"
+                                       f"-s{start_seed}-{steps}-v{vocab}", steps, vocab, start_seed)
         folder = (f"{args.stage}-sft-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}-{args.sft_steps}"
-                  f"-c{args.copy}-d{args.decide}" + ("" if len(args.domains) == 3 else "-" + "-".join(args.domains)))
+                  f"-c{args.copy}-d{args.decide}-i{args.induct_steps}-{args.induct_share}"
+                  + ("" if len(args.domains) == 3 else "-" + "-".join(args.domains)))
         start = warm_up(world, base, args.out / folder, args.sft_steps, args.sft_lr, args.recombined, start_seed,
-                        random_tool=stage_a, copy_share=args.copy, domains=args.domains, decision_share=args.decide)
+                        random_tool=stage_a, copy_share=args.copy, domains=args.domains, decision_share=args.decide,
+                        induction_share=args.induct_share)
         runs[f"sft/s{seed}"] = judged(start, indexes, test, sampled=stage_a)
         if not stage_a:
             runs[f"sft/s{seed}"]["no_search_accuracy"] = evaluate(start, None, test)["accuracy"]
@@ -131,6 +145,11 @@ def main() -> None:
     parser.add_argument("--recombined", type=float, default=0.5, help="share of warm-up records with a fresh fact")
     parser.add_argument("--copy", type=float, default=0.3, help="share of warm-up records that are copy drills")
     parser.add_argument("--decide", type=float, default=0.2, help="share of warm-up records that are decision drills")
+    parser.add_argument("--induct-steps", type=int, default=4000,
+                        help="most steps of each induction stage before the warm-up (0 = none)")
+    parser.add_argument("--induct-share", type=float, default=0.25, help="share of warm-up records that are "
+                                                                         "induction drills")
+    parser.add_argument("--induct-vocab", type=int, default=128, help="toy words of the first induction stage")
     parser.add_argument("--shared-start", action="store_true",
                         help="one model and warm-up (the first seed's) for every seed; seeds then vary GRPO only")
     parser.add_argument("--grpo-steps", type=int, default=20, help="GRPO steps (8 prompts x 8 completions)")

@@ -4,7 +4,8 @@ TRL 1.16's SFTTrainer always computes its loss through a fused, tiled LM head (`
 `chunked_logprob.py`), which saves memory on a GPU with a large vocabulary. On a CPU with the tiny judge the tiles
 cost more than the whole model: sampled with py-spy during the quickstart's warm-up, the fused head's forward and
 backward took over half of every step (bench/RESULTS.md, "Learning proof"). The loss here is the same token-mean
-negative log-likelihood over the positions whose label is not -100; `train/sft_warmup.py --lm_head plain` selects it.
+negative log-likelihood over the positions whose label is not -100, and it logs the same `mean_token_accuracy`;
+`train/sft_warmup.py --lm_head plain` selects it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def _sft_trainer():
             keep = labels != -100
             logits = base.get_output_embeddings()(hidden[:, :-1][keep])  # [N, V], trained positions only
             total = F.cross_entropy(logits.float(), labels[keep], reduction="sum")
+            if self.model.training and len(logits):  # what SFTTrainer's own loss logs (the fused head's is_top1)
+                hits = (logits.detach().argmax(-1) == labels[keep]).float().mean().item()
+                self._metrics["train"]["mean_token_accuracy"].append(hits)
             count = keep.sum() if num_items_in_batch is None else num_items_in_batch
             loss = total / max(int(count), 1)
             if self.args.average_tokens_across_devices and num_items_in_batch is not None:

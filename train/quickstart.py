@@ -35,8 +35,11 @@ ROOT = Path(__file__).resolve().parents[1]
 GRPO_CONFIG = ROOT / "configs/grpo_openrm/tiny_cpu.yaml"
 STAGES = 7
 # Bumped whenever the warm-up's data or settings change, so an older warm-up in the same --out is redone.
-WARMUP_RECIPE = 4
+WARMUP_RECIPE = 5
 WARMUP_BATCH = 32
+INDUCTION_BATCH = 64
+INDUCTION_LENGTHS = (8, 24)  # the first stage's; once the copy works it extends to longer runs at once
+INDUCTION_LENGTHS_ALL = (8, 96)  # the second stage's and the warm-up's: the deciding copy reaches ~90 tokens back
 
 
 @dataclass
@@ -52,10 +55,18 @@ class QuickstartArguments:
     sft_learning_rate: float = field(default=3e-3, metadata={"help": "Peak SFT learning rate (cosine)."})
     recombined_share: float = field(default=0.5, metadata={
         "help": "Share of warm-up records whose fact is drawn afresh (ToyWorld style 'recombined')."})
-    copy_share: float = field(default=0.3, metadata={
+    copy_share: float = field(default=0.15, metadata={
         "help": "Share of warm-up records that are 'repeat these words' drills (they grow the copying circuit)."})
     decision_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that drill the deciding step alone (quickstart.decision_drill)."})
+    induction_steps: int = field(default=4000, metadata={
+        "help": "Most steps of the induction stage before the warm-up (batch 64 of `induction_drill`s over "
+                "`induction_vocab` words; then up to 1,500 over all words and letters; each stops once its copy "
+                "accuracy reaches 0.95; 0 = none)."})
+    induction_vocab: int = field(default=128, metadata={
+        "help": "How many toy words the first induction stage draws from (few: the circuit forms sooner)."})
+    induction_share: float = field(default=0.2, metadata={
+        "help": "Share of warm-up records that are induction drills (so the warm-up keeps the circuit)."})
     grpo_steps: int = field(default=20, metadata={"help": "GRPO steps (configs/grpo_openrm/tiny_cpu.yaml)."})
     n_eval: int = field(default=100, metadata={"help": "Test pairs judged in both orders for the table."})
 
@@ -66,8 +77,11 @@ class QuickstartArguments:
             raise ValueError(f"n_eval ({self.n_eval}) cannot exceed n_test ({self.n_test})")
         if not 0.0 <= self.recombined_share <= 1.0:
             raise ValueError(f"recombined_share must be in [0, 1], got {self.recombined_share}")
-        if min(self.copy_share, self.decision_share) < 0 or self.copy_share + self.decision_share > 1:
-            raise ValueError("copy_share and decision_share must be >= 0 and add up to at most 1")
+        shares = (self.copy_share, self.decision_share, self.induction_share)
+        if min(shares) < 0 or sum(shares) > 1:
+            raise ValueError("copy_share, decision_share and induction_share must be >= 0 and add up to at most 1")
+        if self.induction_steps < 0 or self.induction_vocab < INDUCTION_LENGTHS[1]:
+            raise ValueError(f"induction_steps must be >= 0 and induction_vocab >= {INDUCTION_LENGTHS[1]}")
 
     def tiny_config(self) -> TinyConfig:
         return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers, self.head_dim)
@@ -116,15 +130,39 @@ def decision_drill(world: ToyWorld, index: int, rng: random.Random, n: int = 8) 
                                                             f"{protocol.close_tag(protocol.THINK)}"}]}
 
 
+def induction_words(tokenizer, world: ToyWorld, vocab: int, seed: int) -> list[int]:
+    """The token ids of `vocab` toy words (seeded draw), each a single token of the tiny judge's tokenizer; `vocab`
+    0: every toy word and the answer letters (" A", " B"), which the deciding step copies."""
+    words = sorted(set(world.vocabulary_text().split()))
+    ids = sorted({i for i in tokenizer.convert_tokens_to_ids(words) if i is not None and i != tokenizer.unk_token_id})
+    if not vocab:
+        letters = [tokenizer.encode(f" {letter}", add_special_tokens=False) for letter in ("A", "B")]
+        return ids + [t[0] for t in letters if len(t) == 1 and t[0] not in ids]
+    if len(ids) < vocab:
+        raise ValueError(f"the tokenizer has {len(ids)} toy words as tokens, fewer than induction_vocab={vocab}")
+    return random.Random(f"quickstart:induction-words:{seed}").sample(ids, vocab)
+
+
+def induction_drill(words: Sequence[int], rng: random.Random, lengths: tuple[int, int] = INDUCTION_LENGTHS) -> dict:
+    """A tokenized drill (no chat template): distinct words drawn from `words`, then the same words again, trained
+    on the repeat from its second word on. Each word of the repeat follows the same word as in the first showing, so
+    the drill is the content-matching copy ("find where this token was, say what came next") that the deciding step
+    needs (`<think>2022 A` after `… 2022 A` in the prompt). The length varies, so a copy from a fixed distance back
+    cannot solve it. A tiny judge does not discover that circuit from judge records alone (bench/RESULTS.md)."""
+    seq = rng.sample(list(words), rng.randint(*lengths))
+    return {"input_ids": seq + seq, "completion_mask": [0] * (len(seq) + 1) + [1] * (len(seq) - 1)}
+
+
 def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, random_tool: bool = False,
-                 copy_share: float = 0.0, domains: Sequence[str] = DOMAINS, decision_share: float = 0.0) -> list[dict]:
+                 copy_share: float = 0.0, domains: Sequence[str] = DOMAINS, decision_share: float = 0.0,
+                 induction_share: float = 0.0, induction_ids: Sequence[int] = ()) -> list[dict]:
     """`n` SFT records (prompt, completion) of compact gold trajectories over short train pairs, a `recombined_share`
     of them about freshly drawn facts; `random_tool` puts a seeded coin's tool in every record (an SFT start whose
     tool choice is uninformed, for bench/learning_proof.py's stage A). A `copy_share` of the records are instead
     "repeat these words" drills over the world's names and values, from a random word on (every target a copy:
     dense signal for the induction circuit a tiny model needs before it can copy a name into a query or the letter
-    that follows a value), and a `decision_share` are
-    `decision_drill`s. Every record is drawn afresh, so a warm-up of `n` records sees none twice."""
+    that follows a value), a `decision_share` are `decision_drill`s and an `induction_share` are `induction_drill`s over
+    `induction_ids`. Every record is drawn afresh, so a warm-up of `n` records sees none twice."""
     rng = random.Random(f"quickstart:gold:{seed}")
     words = sorted(set(world.vocabulary_text().split()))
     records = []
@@ -141,6 +179,9 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
         if draw < copy_share + decision_share:
             records.append(decision_drill(world, rng.randrange(10**9), rng))
             continue
+        if draw < copy_share + decision_share + induction_share:
+            records.append(induction_drill(induction_ids, rng, INDUCTION_LENGTHS_ALL))
+            continue
         ex = world.example(i, "train", domains, "recombined" if rng.random() < recombined_share else "short")
         tool = rng.choice(sorted(protocol.GOLD_TOOL.values())) if random_tool else None
         records.append({"prompt": protocol.judge_messages(ex, style="compact"), "completion": [
@@ -148,39 +189,72 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
     return records
 
 
-def warm_up(world: ToyWorld, base: Path, out: Path, steps: int, learning_rate: float, recombined_share: float,
-            seed: int, random_tool: bool = False, copy_share: float = 0.0, domains: Sequence[str] = DOMAINS,
-            decision_share: float = 0.0) -> Path:
-    """SFT warm-up (train/sft_warmup.py, batch 32) of `base` on `steps` x 32 fresh `gold_records`."""
+def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, learning_rate: float, scheduler: str,
+         seed: int, what: str, stop_at_accuracy: float = 0.0) -> Path:
+    """Run train/sft_warmup.py (plain LM head) on `records` from `base` into `out`, unless `out` already holds the
+    run `want` describes (its warmup.json; the base's own warmup.json is part of it, so a redone base redoes this)."""
     from train import sft_warmup
 
     done = out / "warmup.json"
-    n_records = steps * WARMUP_BATCH
-    want = {"base": str(base), "steps": steps, "n_records": n_records, "learning_rate": learning_rate,
-            "recombined_share": recombined_share, "seed": seed, "random_tool": random_tool, "recipe": WARMUP_RECIPE,
-            **({"copy_share": copy_share} if copy_share else {}),
-            **({"decision_share": decision_share} if decision_share else {}),
-            **({"domains": list(domains)} if tuple(domains) != DOMAINS else {})}
+    base_done = base / "warmup.json"
+    want = {"base": str(base), "steps": steps, "batch": batch, "learning_rate": learning_rate, "seed": seed,
+            "recipe": WARMUP_RECIPE, **want, **({"stop_at_accuracy": stop_at_accuracy} if stop_at_accuracy else {}),
+            **({"base_warmup": json.loads(base_done.read_text())} if base_done.exists() else {})}
     if done.exists() and json.loads(done.read_text()) == want:
-        stage(4, "reusing SFT warm-up at %s", out)
+        stage(4, "reusing %s at %s", what, out)
         return out
     out.mkdir(parents=True, exist_ok=True)
-    gold = out / "sft_gold.jsonl"
-    with gold.open("w", encoding="utf-8") as f:
-        for record in gold_records(world, n_records, recombined_share, seed, random_tool, copy_share, domains,
-                                   decision_share):
+    data = out / "sft_records.jsonl"
+    with data.open("w", encoding="utf-8") as f:
+        for record in records:
             f.write(json.dumps(record) + "\n")
-    stage(4, "SFT warm-up of the tiny judge on %d gold trajectories (%d steps)", n_records, steps)
+    stage(4, "%s: up to %d steps of %d records", what, steps, batch)
     sft_warmup.main(*sft_warmup.parse([
-        "--dataset", str(gold), "--lm_head", "plain", "--model_name_or_path", str(base), "--output_dir", str(out),
-        "--max_steps", str(steps), "--per_device_train_batch_size", str(WARMUP_BATCH),
-        "--learning_rate", str(learning_rate),
-        "--lr_scheduler_type", "cosine", "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "512",
+        "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", str(base), "--output_dir", str(out),
+        "--max_steps", str(steps), "--per_device_train_batch_size", str(batch), "--learning_rate", str(learning_rate),
+        "--lr_scheduler_type", scheduler, "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "512",
         "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
-        "--gradient_checkpointing", "false", "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed),
-        "--disable_tqdm", "true"]))
+        "--gradient_checkpointing", "false", "--seed", str(seed), "--disable_tqdm", "true",
+        "--logging_steps", str(min(50, max(steps // 10, 1)) if stop_at_accuracy else max(steps // 10, 1)),
+        "--stop_at_accuracy", str(stop_at_accuracy)]))
     done.write_text(json.dumps(want) + "\n")
     return out
+
+
+def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int,
+                    learning_rate: float = 3e-3, stop_at_accuracy: float = 0.95) -> Path:
+    """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters), constant
+    learning rate, from `base`; it stops once the logged copy accuracy reaches `stop_at_accuracy`. The circuit
+    forms in a sudden drop after a plateau whose length varies with the seed (bench/RESULTS.md): hence a stop on
+    accuracy rather than a fixed count."""
+    from transformers import AutoTokenizer
+
+    words = induction_words(AutoTokenizer.from_pretrained(base), world, vocab, seed)
+    rng = random.Random(f"quickstart:induction:{seed}:{vocab}")
+    lengths = INDUCTION_LENGTHS if vocab else INDUCTION_LENGTHS_ALL
+    records = (induction_drill(words, rng, lengths) for _ in range(steps * INDUCTION_BATCH))
+    return _sft(records, base, out, {"induction_vocab": vocab}, steps, INDUCTION_BATCH, learning_rate, "constant",
+                seed, f"induction stage of the tiny judge ({vocab or 'all'} words)", stop_at_accuracy)
+
+
+def warm_up(world: ToyWorld, base: Path, out: Path, steps: int, learning_rate: float, recombined_share: float,
+            seed: int, random_tool: bool = False, copy_share: float = 0.0, domains: Sequence[str] = DOMAINS,
+            decision_share: float = 0.0, induction_share: float = 0.0) -> Path:
+    """SFT warm-up (train/sft_warmup.py, batch 32, cosine) of `base` on `steps` x 32 fresh `gold_records`."""
+    ids: list[int] = []
+    if induction_share:
+        from transformers import AutoTokenizer
+
+        ids = induction_words(AutoTokenizer.from_pretrained(base), world, 0, seed)
+    records = gold_records(world, steps * WARMUP_BATCH, recombined_share, seed, random_tool, copy_share, domains,
+                           decision_share, induction_share, ids)
+    want = {"recombined_share": recombined_share, "random_tool": random_tool,
+            **({"copy_share": copy_share} if copy_share else {}),
+            **({"decision_share": decision_share} if decision_share else {}),
+            **({"induction_share": induction_share} if induction_share else {}),
+            **({"domains": list(domains)} if tuple(domains) != DOMAINS else {})}
+    return _sft(records, base, out, want, steps, WARMUP_BATCH, learning_rate, "cosine", seed,
+                "SFT warm-up of the tiny judge on gold trajectories and drills")
 
 
 def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: int, *extra: str) -> Path:
@@ -306,8 +380,14 @@ def main(args: QuickstartArguments) -> dict:
     data = write_dataset(world, out / "data", args.n_train, args.n_test, style="short", granularity="fact")
     indexes = toy_indexes(data / "corpora", out / "indexes")
     tiny = tiny_model(out / "tiny-judge", args.tiny_config())
+    if args.induction_steps:  # the copy on a few words first (it forms sooner), then on every word and letter
+        tiny = induction_stage(world, tiny, out / "tiny-judge-induction", args.induction_steps, args.induction_vocab,
+                               args.seed)
+        tiny = induction_stage(world, tiny, out / "tiny-judge-induction-all", min(args.induction_steps, 1500), 0,
+                               args.seed)
     warm = warm_up(world, tiny, out / "tiny-judge-sft", args.sft_steps, args.sft_learning_rate,
-                   args.recombined_share, args.seed, copy_share=args.copy_share, decision_share=args.decision_share)
+                   args.recombined_share, args.seed, copy_share=args.copy_share, decision_share=args.decision_share,
+                   induction_share=args.induction_share)
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps)
     from train import export_judge
 

@@ -27,8 +27,9 @@ if __package__ in (None, ""):
 
 logger = logging.getLogger("openrm.sft_warmup")
 
-def _tokenized(tokenizer, record: dict) -> dict:
-    """A record's input_ids and completion_mask: given (a pre-tokenized record) or built by `tokenize_record`."""
+def _tokenized(tokenizer, n_vocab: int, record: dict) -> dict:
+    """A record's input_ids and completion_mask: given (a pre-tokenized record, ids below `n_vocab`) or built by
+    `tokenize_record`."""
     from openrm.rollout import tokenize_record
 
     ids = record.get("input_ids")
@@ -38,7 +39,7 @@ def _tokenized(tokenizer, record: dict) -> dict:
         return tokenize_record(tokenizer, record["prompt"], _completion_text(record))
     mask = record.get("completion_mask")
     if (not isinstance(ids, list) or not ids or mask is None or len(mask) != len(ids)
-            or not all(isinstance(t, int) and 0 <= t < len(tokenizer) for t in ids) or set(mask) - {0, 1}):
+            or not all(isinstance(t, int) and 0 <= t < n_vocab for t in ids) or set(mask) - {0, 1}):
         raise ValueError("a tokenized record needs input_ids (token ids of this tokenizer) and a completion_mask "
                          "of 0/1 of the same length")
     return {"input_ids": ids, "completion_mask": mask}
@@ -61,7 +62,13 @@ class WarmupArguments:
         "help": "'fused': TRL's tiled LM-head loss (large vocabularies, GPUs); 'plain': one projection of the "
                 "trained positions (train/plain_head.py; over twice as fast for the tiny judge on a CPU)."})
 
+    stop_at_accuracy: float = field(default=0.0, metadata={
+        "help": "Stop once a logged mean token accuracy reaches this (0 = run every step), e.g. an induction stage "
+                "that is done when its copy is right."})
+
     def __post_init__(self):
+        if not 0.0 <= self.stop_at_accuracy <= 1.0:
+            raise ValueError(f"stop_at_accuracy must be in [0, 1], got {self.stop_at_accuracy}")
         if not Path(self.dataset).is_file():
             raise FileNotFoundError(f"{self.dataset}: no such JSONL file")
         if self.lm_head not in ("fused", "plain"):
@@ -81,7 +88,8 @@ def main(script_args: WarmupArguments, training_args, model_args) -> None:
     if tokenizer.eos_token_id is None:
         raise ValueError(f"{model_args.model_name_or_path}: the tokenizer names no end-of-turn (eos) token")
     try:
-        dataset = dataset.map(lambda r: _tokenized(tokenizer, r), remove_columns=dataset.column_names,
+        n_vocab = len(tokenizer)  # len() of a tokenizer with added tokens is slow: once, not per record
+        dataset = dataset.map(lambda r: _tokenized(tokenizer, n_vocab, r), remove_columns=dataset.column_names,
                               desc="Tokenizing gold trajectories")
     except ValueError as exc:
         raise ValueError(f"{script_args.dataset}: {exc}") from exc
@@ -95,10 +103,27 @@ def main(script_args: WarmupArguments, training_args, model_args) -> None:
         from train.plain_head import plain_head_sft_trainer as trainer_class
     trainer = trainer_class(model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
                             processing_class=tokenizer, peft_config=get_peft_config(model_args))
+    if script_args.stop_at_accuracy:
+        trainer.add_callback(stop_at_accuracy(script_args.stop_at_accuracy))
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
     logger.info("warm-up done: %d steps, model in %s", trainer.state.global_step, training_args.output_dir)
+
+
+def stop_at_accuracy(threshold: float):
+    """A TrainerCallback that stops training at the first log whose mean_token_accuracy reaches `threshold`."""
+    from transformers import TrainerCallback
+
+    class StopAtAccuracy(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            accuracy = (logs or {}).get("mean_token_accuracy")
+            if accuracy is not None and accuracy >= threshold:
+                logger.info("mean token accuracy %.3f >= %.3f at step %d: stopping", accuracy, threshold,
+                            state.global_step)
+                control.should_training_stop = True
+
+    return StopAtAccuracy()
 
 
 def parse(argv: list[str] | None = None):

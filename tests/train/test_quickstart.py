@@ -6,7 +6,8 @@ import sys
 
 from openrm.toyworld import ToyWorld
 
-SMALL = ["--n_train", "40", "--n_test", "8", "--sft_steps", "4", "--grpo_steps", "2", "--n_eval", "4"]
+SMALL = ["--n_train", "40", "--n_test", "8", "--induction_steps", "3", "--sft_steps", "4", "--grpo_steps", "2",
+         "--n_eval", "4"]
 
 
 def test_quickstart_runs_the_whole_slice_and_reuses_stages(tmp_path):
@@ -22,6 +23,12 @@ def test_quickstart_runs_the_whole_slice_and_reuses_stages(tmp_path):
     assert {r["meta"]["style"] for r in train} == {"short"}
     assert len((tmp_path / "data" / "train.jsonl").read_text().splitlines()) == 40
     assert json.loads((tmp_path / "grpo" / "openrm_run.json").read_text())["global_step"] == 2
+    few = json.loads((tmp_path / "tiny-judge-induction" / "warmup.json").read_text())
+    assert (few["steps"], few["batch"], few["induction_vocab"]) == (3, 64, 128)
+    every = json.loads((tmp_path / "tiny-judge-induction-all" / "warmup.json").read_text())
+    assert every["induction_vocab"] == 0 and every["base_warmup"] == few  # the copy on few words, then on all
+    warm = json.loads((tmp_path / "tiny-judge-sft" / "warmup.json").read_text())
+    assert warm["base"] == str(tmp_path / "tiny-judge-induction-all") and warm["base_warmup"] == every
     assert (tmp_path / "judge" / "judge_card.json").is_file()
     table = json.loads((tmp_path / "results.json").read_text())
     assert set(table) == {"SFT warm-up", "after GRPO", "after GRPO, no search"}
@@ -34,7 +41,8 @@ def test_quickstart_runs_the_whole_slice_and_reuses_stages(tmp_path):
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stderr[-3000:]
     log = second.stdout + second.stderr
-    for stage in ("reusing tiny judge", "reusing wiki index", "reusing SFT warm-up", "reusing GRPO run"):
+    for stage in ("reusing tiny judge", "reusing wiki index", "reusing induction stage", "reusing SFT warm-up",
+                  "reusing GRPO run"):
         assert stage in log, stage
 
 
@@ -77,6 +85,37 @@ def test_gold_records_mix_drills_and_trajectories_in_the_asked_shares():
     assert kinds.count("judge") == 400 - kinds.count("copy") - kinds.count("decision")
     drills = [json.dumps(r) for r, kind in zip(records, kinds, strict=True) if kind != "judge"]
     assert len(set(drills)) == len(drills)  # drills are drawn afresh: none repeats
+
+
+def test_induction_drills_repeat_distinct_words_and_train_only_the_copy_that_can_be_predicted(tmp_path):
+    import random
+
+    from transformers import AutoTokenizer
+
+    from openrm.tiny import TinyConfig, build
+    from train.quickstart import INDUCTION_LENGTHS, gold_records, induction_drill, induction_words
+
+    world = ToyWorld(0)
+    # the whole-word tokenizer of the quickstart's tiny judge (built from the same world)
+    path = build(tmp_path / "tiny", TinyConfig.whole_word(0, 32, 1))
+    tok = AutoTokenizer.from_pretrained(path)
+    words = induction_words(tok, world, 128, seed=0)
+    assert len(set(words)) == 128 and words == induction_words(tok, world, 128, seed=0)
+    assert all(len(tok.encode(tok.convert_ids_to_tokens(i), add_special_tokens=False)) == 1 for i in words[:20])
+    lengths = set()
+    rng = random.Random(0)
+    for _ in range(200):
+        drill = induction_drill(words, rng)
+        ids, mask = drill["input_ids"], drill["completion_mask"]
+        n = len(ids) // 2
+        lengths.add(n)
+        assert ids[:n] == ids[n:] and len(set(ids[:n])) == n and set(ids) <= set(words)
+        # trained: the repeat's 2nd..last words (each follows, in the first showing, the word before it)
+        assert len(mask) == len(ids) and mask == [0] * (n + 1) + [1] * (n - 1)
+    assert min(lengths) == INDUCTION_LENGTHS[0] and max(lengths) == INDUCTION_LENGTHS[1]  # no fixed distance
+    records = gold_records(world, 400, 0.5, seed=0, copy_share=0.2, decision_share=0.2, induction_share=0.25,
+                           induction_ids=words)
+    assert 70 <= sum("input_ids" in r for r in records) <= 130
 
 
 def test_summary_words_follow_the_numbers():
