@@ -40,7 +40,7 @@ from train.quickstart import (  # noqa: E402
     QuickstartArguments,
     evaluate,
     grpo,
-    induction_stage,
+    induction_stages,
     tiny_model,
     toy_indexes,
     warm_up,
@@ -82,10 +82,10 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
                                      num_layers=args.layers, head_dim=args.head_dim)
         base = tiny_model(args.out / f"tiny-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}",
                           recipe.tiny_config())
-        if args.induct_steps:  # as the quickstart: a few words first, then every word and letter
-            for vocab, steps in ((args.induct_vocab, args.induct_steps), (0, min(args.induct_steps, 1500))):
-                base = induction_stage(world, base, args.out / f"induct-h{args.hidden}-l{args.layers}-d{args.head_dim}"
-                                       f"-s{start_seed}-{steps}-v{vocab}", steps, vocab, start_seed)
+        if args.induct_steps:  # as the quickstart: a few words first, then every word and letter, then long runs
+            base = induction_stages(world, base, args.out / f"induct-h{args.hidden}-l{args.layers}-d{args.head_dim}"
+                                    f"-s{start_seed}-{args.induct_steps}-v{args.induct_vocab}", args.induct_steps,
+                                    args.induct_vocab, start_seed)
         folder = (f"{args.stage}-sft-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}-{args.sft_steps}"
                   f"-c{args.copy}-d{args.decide}-i{args.induct_steps}-{args.induct_share}"
                   + ("" if len(args.domains) == 3 else "-" + "-".join(args.domains)))
@@ -143,11 +143,11 @@ def main() -> None:
     parser.add_argument("--sft-steps", type=int, default=2000, help="warm-up steps (batch 32)")
     parser.add_argument("--sft-lr", type=float, default=3e-3, help="warm-up peak learning rate (cosine)")
     parser.add_argument("--recombined", type=float, default=0.5, help="share of warm-up records with a fresh fact")
-    parser.add_argument("--copy", type=float, default=0.3, help="share of warm-up records that are copy drills")
+    parser.add_argument("--copy", type=float, default=0.15, help="share of warm-up records that are copy drills")
     parser.add_argument("--decide", type=float, default=0.2, help="share of warm-up records that are decision drills")
-    parser.add_argument("--induct-steps", type=int, default=4000,
+    parser.add_argument("--induct-steps", type=int, default=3500,
                         help="most steps of each induction stage before the warm-up (0 = none)")
-    parser.add_argument("--induct-share", type=float, default=0.25, help="share of warm-up records that are "
+    parser.add_argument("--induct-share", type=float, default=0.2, help="share of warm-up records that are "
                                                                          "induction drills")
     parser.add_argument("--induct-vocab", type=int, default=128, help="toy words of the first induction stage")
     parser.add_argument("--shared-start", action="store_true",

@@ -38,8 +38,8 @@ STAGES = 7
 WARMUP_RECIPE = 5
 WARMUP_BATCH = 32
 INDUCTION_BATCH = 64
-INDUCTION_LENGTHS = (8, 24)  # the first stage's; once the copy works it extends to longer runs at once
-INDUCTION_LENGTHS_ALL = (8, 96)  # the second stage's and the warm-up's: the deciding copy reaches ~90 tokens back
+INDUCTION_LENGTHS = (8, 24)  # the first two stages'; once the copy works on every word it extends to long runs fast
+INDUCTION_LENGTHS_LONG = (8, 96)  # the last stage's and the warm-up's: the deciding copy reaches ~90 tokens back
 
 
 @dataclass
@@ -59,10 +59,10 @@ class QuickstartArguments:
         "help": "Share of warm-up records that are 'repeat these words' drills (they grow the copying circuit)."})
     decision_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that drill the deciding step alone (quickstart.decision_drill)."})
-    induction_steps: int = field(default=4000, metadata={
-        "help": "Most steps of the induction stage before the warm-up (batch 64 of `induction_drill`s over "
-                "`induction_vocab` words; then up to 1,500 over all words and letters; each stops once its copy "
-                "accuracy reaches 0.95; 0 = none)."})
+    induction_steps: int = field(default=3500, metadata={
+        "help": "Most steps of the first induction stage before the warm-up (batch 64 of `induction_drill`s over "
+                "`induction_vocab` words; then up to 1,500 on every word, and 1,500 on longer runs; each stops once "
+                "its copy accuracy reaches 0.95; 0 = none)."})
     induction_vocab: int = field(default=128, metadata={
         "help": "How many toy words the first induction stage draws from (few: the circuit forms sooner)."})
     induction_share: float = field(default=0.2, metadata={
@@ -180,7 +180,7 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
             records.append(decision_drill(world, rng.randrange(10**9), rng))
             continue
         if draw < copy_share + decision_share + induction_share:
-            records.append(induction_drill(induction_ids, rng, INDUCTION_LENGTHS_ALL))
+            records.append(induction_drill(induction_ids, rng, INDUCTION_LENGTHS_LONG))
             continue
         ex = world.example(i, "train", domains, "recombined" if rng.random() < recombined_share else "short")
         tool = rng.choice(sorted(protocol.GOLD_TOOL.values())) if random_tool else None
@@ -222,19 +222,33 @@ def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, lea
 
 
 def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int,
-                    learning_rate: float = 3e-3, stop_at_accuracy: float = 0.95) -> Path:
-    """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters), constant
-    learning rate, from `base`; it stops once the logged copy accuracy reaches `stop_at_accuracy`. The circuit
-    forms in a sudden drop after a plateau whose length varies with the seed (bench/RESULTS.md): hence a stop on
-    accuracy rather than a fixed count."""
+                    lengths: tuple[int, int] = INDUCTION_LENGTHS, learning_rate: float = 3e-3,
+                    stop_at_accuracy: float = 0.95) -> Path:
+    """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters) of `lengths`,
+    constant learning rate, from `base`; it stops once the logged copy accuracy reaches `stop_at_accuracy`. The
+    circuit forms in a sudden drop after a plateau whose length varies with the seed (bench/RESULTS.md): hence a
+    stop on accuracy rather than a fixed count."""
     from transformers import AutoTokenizer
 
     words = induction_words(AutoTokenizer.from_pretrained(base), world, vocab, seed)
-    rng = random.Random(f"quickstart:induction:{seed}:{vocab}")
-    lengths = INDUCTION_LENGTHS if vocab else INDUCTION_LENGTHS_ALL
-    records = (induction_drill(words, rng, lengths) for _ in range(steps * INDUCTION_BATCH))
-    return _sft(records, base, out, {"induction_vocab": vocab}, steps, INDUCTION_BATCH, learning_rate, "constant",
-                seed, f"induction stage of the tiny judge ({vocab or 'all'} words)", stop_at_accuracy)
+    rng = random.Random(f"quickstart:induction:{seed}:{vocab}:{lengths}")
+    # at most 1,000 batches of distinct drills, cycled (random runs: a repeat teaches nothing to memorise), so the
+    # stage does not write and tokenise records for steps its accuracy stop will skip
+    records = (induction_drill(words, rng, lengths) for _ in range(min(steps, 1000) * INDUCTION_BATCH))
+    return _sft(records, base, out, {"induction_vocab": vocab, "lengths": list(lengths)}, steps, INDUCTION_BATCH,
+                learning_rate, "constant", seed,
+                f"induction stage of the tiny judge ({vocab or 'all'} words, runs of {lengths[0]}-{lengths[1]})",
+                stop_at_accuracy)
+
+
+def induction_stages(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int) -> Path:
+    """The copy on `vocab` words first (it forms sooner on few), then on every word and letter, then on runs up to
+    96 words; folders `<out>-1`, `-2`, `-3`. The later stages take up to min(steps, 1500) steps each."""
+    plan = ((vocab, INDUCTION_LENGTHS, steps), (0, INDUCTION_LENGTHS, min(steps, 1500)),
+            (0, INDUCTION_LENGTHS_LONG, min(steps, 1500)))
+    for n, (words, lengths, most) in enumerate(plan, start=1):
+        base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), most, words, seed, lengths)
+    return base
 
 
 def warm_up(world: ToyWorld, base: Path, out: Path, steps: int, learning_rate: float, recombined_share: float,
@@ -380,11 +394,9 @@ def main(args: QuickstartArguments) -> dict:
     data = write_dataset(world, out / "data", args.n_train, args.n_test, style="short", granularity="fact")
     indexes = toy_indexes(data / "corpora", out / "indexes")
     tiny = tiny_model(out / "tiny-judge", args.tiny_config())
-    if args.induction_steps:  # the copy on a few words first (it forms sooner), then on every word and letter
-        tiny = induction_stage(world, tiny, out / "tiny-judge-induction", args.induction_steps, args.induction_vocab,
-                               args.seed)
-        tiny = induction_stage(world, tiny, out / "tiny-judge-induction-all", min(args.induction_steps, 1500), 0,
-                               args.seed)
+    if args.induction_steps:
+        tiny = induction_stages(world, tiny, out / "tiny-judge-induction", args.induction_steps, args.induction_vocab,
+                                args.seed)
     warm = warm_up(world, tiny, out / "tiny-judge-sft", args.sft_steps, args.sft_learning_rate,
                    args.recombined_share, args.seed, copy_share=args.copy_share, decision_share=args.decision_share,
                    induction_share=args.induction_share)

@@ -23,12 +23,13 @@ def test_quickstart_runs_the_whole_slice_and_reuses_stages(tmp_path):
     assert {r["meta"]["style"] for r in train} == {"short"}
     assert len((tmp_path / "data" / "train.jsonl").read_text().splitlines()) == 40
     assert json.loads((tmp_path / "grpo" / "openrm_run.json").read_text())["global_step"] == 2
-    few = json.loads((tmp_path / "tiny-judge-induction" / "warmup.json").read_text())
-    assert (few["steps"], few["batch"], few["induction_vocab"]) == (3, 64, 128)
-    every = json.loads((tmp_path / "tiny-judge-induction-all" / "warmup.json").read_text())
-    assert every["induction_vocab"] == 0 and every["base_warmup"] == few  # the copy on few words, then on all
+    # the copy on few words, then on every word and letter, then on long runs; each stage starts from the last
+    stages = [json.loads((tmp_path / f"tiny-judge-induction-{n}" / "warmup.json").read_text()) for n in (1, 2, 3)]
+    assert [(st["steps"], st["batch"], st["induction_vocab"], st["lengths"]) for st in stages] == [
+        (3, 64, 128, [8, 24]), (3, 64, 0, [8, 24]), (3, 64, 0, [8, 96])]
+    assert stages[1]["base_warmup"] == stages[0] and stages[2]["base_warmup"] == stages[1]
     warm = json.loads((tmp_path / "tiny-judge-sft" / "warmup.json").read_text())
-    assert warm["base"] == str(tmp_path / "tiny-judge-induction-all") and warm["base_warmup"] == every
+    assert warm["base"] == str(tmp_path / "tiny-judge-induction-3") and warm["base_warmup"] == stages[2]
     assert (tmp_path / "judge" / "judge_card.json").is_file()
     table = json.loads((tmp_path / "results.json").read_text())
     assert set(table) == {"SFT warm-up", "after GRPO", "after GRPO, no search"}
