@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--recombined", type=float, default=0.5, help="share of warm-up records with a fresh fact")
     parser.add_argument("--copy", type=float, default=0.15, help="share of warm-up records that are copy drills")
     parser.add_argument("--decide", type=float, default=0.2, help="share of warm-up records that are decision drills")
-    parser.add_argument("--induct-steps", type=int, default=3500,
+    parser.add_argument("--induct-steps", type=int, default=6000,
                         help="most steps of each induction stage before the warm-up (0 = none)")
     parser.add_argument("--induct-share", type=float, default=0.2, help="share of warm-up records that are "
                                                                          "induction drills")

@@ -59,7 +59,7 @@ class QuickstartArguments:
         "help": "Share of warm-up records that are 'repeat these words' drills (they grow the copying circuit)."})
     decision_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that drill the deciding step alone (quickstart.decision_drill)."})
-    induction_steps: int = field(default=3500, metadata={
+    induction_steps: int = field(default=6000, metadata={
         "help": "Most steps of the first induction stage before the warm-up (batch 64 of `induction_drill`s over "
                 "`induction_vocab` words; then up to 1,500 on every word, and 1,500 on longer runs; each stops once "
                 "its copy accuracy reaches 0.95; 0 = none)."})
