@@ -23,11 +23,11 @@ from tqdm.auto import tqdm
 
 from data_synthesis.documents import GroupCycle, group_passages, reservoir, sample_window, split_by_title
 from data_synthesis.filters import FilterConfig
-from data_synthesis.llm_client import ChatClient, ClientConfig, RequestCache
 from data_synthesis.pipeline import Slot, SynthesisConfig, final_records, run_rounds, synthesize
 from data_synthesis.queries import DOMAIN_OF_CORPUS, PROMPTS_VERSION, QuestionRules
 from data_synthesis.report import write_outputs
 from plumbing.arguments import Collect, parse_pairs
+from plumbing.llm_client import ChatClient, ClientConfig, RequestCache
 from retrieval.corpus import ReadStats, read_corpus
 
 logger = logging.getLogger(__name__)

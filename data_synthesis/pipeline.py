@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from data_synthesis.filters import DuplicateIndex, FilterConfig, pair_problem
-from data_synthesis.llm_client import ChatClient
 from data_synthesis.pairs import Candidate, answer_messages, balanced_labels, to_record
 from data_synthesis.queries import QuestionRules, parse_question, query_messages, question_problem
+from plumbing.llm_client import ChatClient
 from retrieval.corpus import CorpusPassage
 
 logger = logging.getLogger(__name__)

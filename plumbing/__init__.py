@@ -1,2 +1,4 @@
 """The bottom floor every other package may import (it imports none of them): the command-line rule for
-KEY=VALUE and repeated flags, and the HTTP retry policy. Standard library only, httpx imported lazily."""
+KEY=VALUE and repeated flags, the HTTP retry policy, and the resumable OpenAI-compatible chat client
+(`llm_client`: retries, request cache) that data synthesis and the rubric scorers share. Standard library only,
+httpx imported lazily."""

@@ -61,7 +61,7 @@ class ServedGenerator:
     sends nothing twice). A request that fails comes back as an empty text (an invalid rubric), logged."""
 
     def __init__(self, client, cache_path: str | Path, style: str = "full", max_tokens: int = 2048):
-        from data_synthesis.llm_client import RequestCache
+        from plumbing.llm_client import RequestCache
 
         self.client_cfg, self.cache = client, RequestCache(cache_path)
         self.style, self.max_tokens = style, max_tokens
@@ -71,7 +71,7 @@ class ServedGenerator:
         return asyncio.run(self._all(queries, samples, temperature, seed))
 
     async def _all(self, queries, samples, temperature, seed) -> list[list[str]]:
-        from data_synthesis.llm_client import ChatClient
+        from plumbing.llm_client import ChatClient
 
         async with ChatClient(self.client_cfg, self.cache) as client:
             results = await asyncio.gather(*(
@@ -96,6 +96,6 @@ def open_generator(path: str | Path = "", server: str = "", model: str = "", sty
         return LocalGenerator(path, style, device=device, max_new_tokens=max_new_tokens)
     if not (server and model and cache):
         raise ValueError("a rubric generator needs a checkpoint folder, or a server URL, its model name and a cache")
-    from data_synthesis.llm_client import ClientConfig
+    from plumbing.llm_client import ClientConfig
 
     return ServedGenerator(ClientConfig(server, model), cache, style, max_new_tokens)

@@ -3,7 +3,7 @@
     scorer = ChatScorer(ClientConfig("http://127.0.0.1:8000/v1", "Qwen/Qwen3-8B"), "runs/x/scorer_cache.jsonl")
     scores = score_reports(scorer, [(query, rubric, report), ...])    # Eq. 2 per report, one concurrent batch
 
-`ChatScorer` speaks to any OpenAI-compatible server through `data_synthesis.llm_client` (bounded concurrency,
+`ChatScorer` speaks to any OpenAI-compatible server through `plumbing.llm_client` (bounded concurrency,
 retries with `plumbing.retry`'s policy, a JSONL cache that makes a killed run resume without resending anything
 answered, one repair turn for a reply without JSON). A rating that cannot be had comes back as a `Rating` with
 `error` set, and a report with any such item gets no score (`ReportScore.score is None`): never a default value.
@@ -100,12 +100,12 @@ class ScorerStats:
 
 
 class ChatScorer:
-    """A `Scorer` over an OpenAI-compatible chat server. `client`: data_synthesis.llm_client.ClientConfig;
+    """A `Scorer` over an OpenAI-compatible chat server. `client`: plumbing.llm_client.ClientConfig;
     `cache_path`: the request cache (JSONL; held open, one live run per file). Call `close()` when done."""
 
     def __init__(self, client, cache_path: str | Path, temperature: float = 0.0, top_p: float | None = None,
                  max_tokens: int = 64, seed: int | None = 0):
-        from data_synthesis.llm_client import RequestCache
+        from plumbing.llm_client import RequestCache
 
         self.client_cfg = client
         self.cache = RequestCache(cache_path)
@@ -132,7 +132,7 @@ class ChatScorer:
         return asyncio.run(self._gather(chats))
 
     async def _gather(self, chats: list[tuple[list[dict[str, str]], Callable]]) -> list[Rating]:
-        from data_synthesis.llm_client import ChatClient
+        from plumbing.llm_client import ChatClient
 
         async with ChatClient(self.client_cfg, self.cache) as client:
             out = await asyncio.gather(*(self._one(client, messages, read) for messages, read in chats))

@@ -50,7 +50,7 @@ def build_scorer(spec: ScorerSpec, cache: str | Path | None = None) -> Scorer:
         from openrm.toyworld import ToyWorld
 
         return ToyScorer(toy_entities(ToyWorld(spec.world_seed)))
-    from data_synthesis.llm_client import ClientConfig
+    from plumbing.llm_client import ClientConfig
 
     path = cache or spec.cache
     if not path:

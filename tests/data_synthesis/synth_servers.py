@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from loopback import serve, transformers_serve  # noqa: F401  (re-exported to the tests here)
 
-from data_synthesis.llm_client import request_key
+from plumbing.llm_client import request_key
 
 FAULTS = ("429", "500", "hang", "malformed")
 # title marker -> the reject reason the pipeline must give that document's slot

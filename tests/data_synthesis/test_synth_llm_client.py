@@ -8,14 +8,14 @@ import json
 import pytest
 from synth_servers import ScriptedLLM, serve
 
-from data_synthesis.llm_client import (
+from data_synthesis.queries import query_messages
+from plumbing.llm_client import (
     ChatClient,
     ClientConfig,
     RequestCache,
     parse_json_object,
     request_key,
 )
-from data_synthesis.queries import query_messages
 from plumbing.retry import parse_retry_after
 from retrieval.corpus import CorpusPassage
 

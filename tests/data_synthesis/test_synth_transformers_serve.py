@@ -11,10 +11,10 @@ from synth_servers import transformers_serve
 
 from data_synthesis.build_dataset import main
 from data_synthesis.filters import FilterConfig, pair_problem
-from data_synthesis.llm_client import ChatClient, ClientConfig, RequestCache
 from data_synthesis.pairs import answer_messages
 from openrm.tiny import build
 from openrm.toyworld import ToyWorld
+from plumbing.llm_client import ChatClient, ClientConfig, RequestCache
 
 
 @pytest.fixture(scope="module")

@@ -84,7 +84,7 @@ def test_generator_retries_by_the_policy():
 
 
 def test_chat_client_retries_by_the_policy(tmp_path):
-    from data_synthesis.llm_client import ChatClient, ClientConfig, RequestCache
+    from plumbing.llm_client import ChatClient, ClientConfig, RequestCache
 
     answer = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "usage": {}}
     transport, seen = scripted([409, 503], answer)

@@ -15,10 +15,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from loopback import serve, transformers_serve
 
-from data_synthesis.llm_client import ClientConfig
 from openrm.rubrics import ChatScorer, PairAsk, ReportAsk, Rubric, RubricAsk
 from openrm.rubrics.scorer import score_reports
 from openrm.rubrics.toy_scorer import ToyScorer, chat_completion
+from plumbing.llm_client import ClientConfig
 
 FAST = {"timeout_s": 0.5, "backoff_base_s": 0.001, "backoff_max_s": 0.01}
 ENTITIES = frozenset({"Velaen", "Thedaeth", "Zanniar", "Lomoix"})
