@@ -1,15 +1,17 @@
 """The main job on the embedded default, end to end on a laptop CPU in minutes, offline:
-toy world → bm25 indexes → tiny judge → SFT warm-up on gold trajectories → GRPO with search → export →
-judge held-out toy pairs (before and after GRPO, with and without search) → a table and the training curves.
+toy world → bm25 indexes → tiny judge → induction stages → SFT warm-up on gold trajectories → GRPO with search →
+export → judge held-out toy pairs (before and after GRPO, with and without search) → a table and the training curves.
 
     make quickstart                       # = python -m train.quickstart --out runs/quickstart
     python -m train.quickstart --config configs/quickstart/tiny.yaml
 
 It runs the recipe that bench/learning_proof.py measured to learn on CPU (bench/RESULTS.md): short single-fact
 pairs, one fact per passage, the compact prompt, a whole-word tokenizer, and a warm-up that mixes pairs whose fact
-is drawn afresh (only their own passage holds it), so that copying the evidence pays and memorising cannot.
-The judge's run settings (prompt style, top-k, budgets) come from configs/grpo_openrm/tiny_cpu.yaml, for training
-and judging alike. A rerun reuses every finished stage and resumes an interrupted GRPO run.
+is drawn afresh (only their own passage holds it), so that copying the evidence pays and memorising cannot. Before the
+warm-up, induction stages train the content-matching copy (`induction_stages`) that the deciding step is: a tiny
+judge does not discover it from judge records alone (bench/RESULTS.md, "Learning proof", session 24). The judge's
+run settings (prompt style, top-k, budgets) come from configs/grpo_openrm/tiny_cpu.yaml, for training and judging
+alike. A rerun reuses every finished stage and resumes an interrupted GRPO run.
 """
 
 from __future__ import annotations
