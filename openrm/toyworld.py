@@ -348,12 +348,15 @@ class ToyWorld:
     def fact_passages(self, name: str) -> list[Document]:
         """Corpus `name` cut into one passage per fact (the document's sentence for it, under the document's title):
         top-1 evidence short enough for a tiny judge's context."""
-        out = []
-        for doc in self.corpus(name):
-            for attribute, (key, value) in zip(KINDS[doc.kind][1], doc.facts, strict=True):
-                out.append(Document(f"{doc.id}-{key}", doc.title, attribute.sentence.format(name=doc.subject,
-                                    value=value), doc.domain, doc.kind, doc.subject, ((key, value),)))
-        return out
+        return [self.fact_passage(doc, key) for doc in self.corpus(name) for key, _ in doc.facts]
+
+    def fact_passage(self, doc: Document, key: str) -> Document:
+        """The passage of `doc`'s fact `key` in `fact_passages(doc.corpus)`, built alone (a warm-up draws one per
+        record; rebuilding the whole corpus each time was most of its cost)."""
+        attribute = next(a for a in KINDS[doc.kind][1] if a.key == key)
+        value = dict(doc.facts)[key]
+        return Document(f"{doc.id}-{key}", doc.title, attribute.sentence.format(name=doc.subject, value=value),
+                        doc.domain, doc.kind, doc.subject, ((key, value),))
 
     def write_corpora(self, out_dir: str | Path, granularity: str = "document") -> dict[str, dict[str, Path]]:
         """Write each corpus as DPR tsv (`id\\ttext\\ttitle`, with header) and JSONL (`id,title,contents`);
@@ -504,7 +507,7 @@ class ToyWorld:
             passage = Document(**example["meta"]["passage"], domain=doc.domain, kind=doc.kind, subject=doc.subject,
                                facts=((key, true),))
         else:
-            passage = next(p for p in self.fact_passages(doc.corpus) if p.id == f"{doc.id}-{key}")
+            passage = self.fact_passage(doc, key)
         return (f"{open_tag(THINK)}{word}{close_tag(THINK)}\n"
                 f"{open_tag(SEARCH)}{format_call(tool or GOLD_TOOL[example['domain']], f'{doc.subject} {word}')}"
                 f"{close_tag(SEARCH)}{render_information([passage.passage()])}"
