@@ -6,13 +6,16 @@ its reward asks, measured on held-out toy pairs over several seeds.
     .venv/bin/python bench/learning_proof.py --stage a --variants decoupled --tool-term per_call   # over-searching
 
 Both stages run the quickstart's recipe (train/quickstart.py: short single-fact pairs, one fact per passage with
-top-1 evidence, the compact prompt, a whole-word tokenizer, a warm-up that mixes pairs with freshly drawn facts,
-GRPO with configs/grpo_openrm/tiny_cpu.yaml) and judge held-out pairs greedily in both orders.
+top-1 evidence, the compact prompt, a whole-word tokenizer, three induction stages, a warm-up that mixes pairs with
+freshly drawn facts and drills, GRPO with configs/grpo_openrm/tiny_cpu.yaml) and judge held-out pairs greedily in
+both orders. Each seed has its own tiny model, induction stages and warm-up (`--shared-start`: the first seed's).
 
 Stage A. The warm-up's gold trajectories carry a tool drawn by a coin, so the tool choice starts uninformed; then
-GRPO with each reward variant from that same start, one run per seed. composite and unit_weight pay for the gold
-tool, em_only does not. Reported: the share of searches on the right corpus (greedy, and sampled at T=1), searches
-and model-written tokens per order (the paper's Fig. 3 axes), accuracy, parse failures: mean ± sd over seeds.
+120 GRPO steps at lr 1e-3 with each reward variant from that same start, one run per seed. composite and
+unit_weight pay for the gold tool, em_only does not (a wrong corpus still costs it: its evidence is about another
+subject, so the verdict becomes a guess). Reported: the share of searches on the right corpus (greedy, and sampled
+at T=1), searches and model-written tokens per order (the paper's Fig. 3 axes), accuracy, parse failures: mean ± sd
+over seeds. The table in bench/RESULTS.md used the 2,000-step cosine warm-up (`--sft-steps 2000 --sft-decay 0`).
 Stage B. The warm-up uses the gold tool; then GRPO (composite). Accuracy with search and without it (the no-tool
 prompt; the facts are fictional and test pairs ask about documents no training pair uses, so without evidence the
 judge can only guess).
@@ -88,10 +91,11 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
                                     args.induct_vocab, start_seed)
         folder = (f"{args.stage}-sft-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}-{args.sft_steps}"
                   f"-c{args.copy}-d{args.decide}-i{args.induct_steps}-{args.induct_share}"
+                  + (f"-wsd{args.sft_decay}" if args.sft_decay else "")
                   + ("" if len(args.domains) == 3 else "-" + "-".join(args.domains)))
         start = warm_up(world, base, args.out / folder, args.sft_steps, args.sft_lr, args.recombined, start_seed,
                         random_tool=stage_a, copy_share=args.copy, domains=args.domains, decision_share=args.decide,
-                        induction_share=args.induct_share)
+                        induction_share=args.induct_share, decay_steps=min(args.sft_decay, args.sft_steps))
         runs[f"sft/s{seed}"] = judged(start, indexes, test, sampled=stage_a)
         if not stage_a:
             runs[f"sft/s{seed}"]["no_search_accuracy"] = evaluate(start, None, test)["accuracy"]
@@ -100,7 +104,8 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
             name = (f"{variant}-{args.tool_term}" if args.tool_term != "share" else variant) + f"-g{args.generations}"
             run = grpo(start, data, indexes, args.out / f"{args.stage}-{name}-s{seed}-{args.grpo_steps}",
                        args.grpo_steps, "--reward_variant", variant, "--tool_term", args.tool_term, "--seed",
-                       str(seed), "--learning_rate", str(args.grpo_lr), "--num_generations", str(args.generations),
+                       str(seed), *(["--learning_rate", str(args.grpo_lr)] if args.grpo_lr else []),
+                       "--num_generations", str(args.generations),
                        "--per_device_train_batch_size", str(8 * args.generations))
             metrics = judged(run, indexes, test, sampled=stage_a)
             if not stage_a:
@@ -140,8 +145,11 @@ def main() -> None:
     parser.add_argument("--head-dim", type=int, default=32, help="tiny judge attention head width")
     parser.add_argument("--n-train", type=int, default=4000, help="short training pairs (warm-up records, prompts)")
     parser.add_argument("--n-eval", type=int, default=100, help="held-out pairs judged in both orders")
-    parser.add_argument("--sft-steps", type=int, default=2000, help="warm-up steps (batch 32)")
-    parser.add_argument("--sft-lr", type=float, default=3e-3, help="warm-up peak learning rate (cosine)")
+    parser.add_argument("--sft-steps", type=int, default=1500, help="warm-up steps (batch 32)")
+    parser.add_argument("--sft-lr", type=float, default=3e-3, help="warm-up peak learning rate")
+    parser.add_argument("--sft-decay", type=int, default=500,
+                        help="the warm-up's rate holds at its peak, then decays over its last this many steps "
+                             "(0: cosine over the whole warm-up, the schedule of the stage A table)")
     parser.add_argument("--recombined", type=float, default=0.5, help="share of warm-up records with a fresh fact")
     parser.add_argument("--copy", type=float, default=0.15, help="share of warm-up records that are copy drills")
     parser.add_argument("--decide", type=float, default=0.2, help="share of warm-up records that are decision drills")
@@ -152,10 +160,17 @@ def main() -> None:
     parser.add_argument("--induct-vocab", type=int, default=128, help="toy words of the first induction stage")
     parser.add_argument("--shared-start", action="store_true",
                         help="one model and warm-up (the first seed's) for every seed; seeds then vary GRPO only")
-    parser.add_argument("--grpo-steps", type=int, default=20, help="GRPO steps (8 prompts x 8 completions)")
+    parser.add_argument("--grpo-steps", type=int, default=None,
+                        help="GRPO steps (8 prompts x 8 completions); default: 120 in stage A, 20 in stage B")
     parser.add_argument("--generations", type=int, default=8, help="GRPO group size (8 prompts per step)")
-    parser.add_argument("--grpo-lr", type=float, default=1e-3, help="GRPO learning rate (constant)")
+    parser.add_argument("--grpo-lr", type=float, default=None,
+                        help="GRPO learning rate (constant); default: 1e-3 in stage A (the tool choice starts at a "
+                             "coin), the quickstart's configs/grpo_openrm/tiny_cpu.yaml in stage B")
     args = parser.parse_args()
+    if args.grpo_lr is None and args.stage == "a":
+        args.grpo_lr = 1e-3
+    if args.grpo_steps is None:
+        args.grpo_steps = 120 if args.stage == "a" else 20
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")

@@ -30,6 +30,7 @@ def test_quickstart_runs_the_whole_slice_and_reuses_stages(tmp_path):
     assert stages[1]["base_warmup"] == stages[0] and stages[2]["base_warmup"] == stages[1]
     warm = json.loads((tmp_path / "tiny-judge-sft" / "warmup.json").read_text())
     assert warm["base"] == str(tmp_path / "tiny-judge-induction-3") and warm["base_warmup"] == stages[2]
+    assert warm["decay_steps"] == 4  # the default 500 steps of decay, capped at the warm-up's 4 steps
     assert (tmp_path / "judge" / "judge_card.json").is_file()
     table = json.loads((tmp_path / "results.json").read_text())
     assert set(table) == {"SFT warm-up", "after GRPO", "after GRPO, no search"}
