@@ -27,6 +27,7 @@ markdown table on stdout.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from openrm.toyworld import ToyWorld, write_dataset  # noqa: E402
+from retrieval.manifest import file_sha256  # noqa: E402
 from train.quickstart import (  # noqa: E402
     QuickstartArguments,
     evaluate,
@@ -54,11 +56,27 @@ METRICS = ("correct_tool_share", "sampled_tool_share", "searches_per_order", "mo
            "parse_failures")
 
 
+def measured(model: Path, indexes, test: list[dict], **overrides) -> dict:
+    """`evaluate`, remembered in `<model>/judged.json` under a hash of the weights, the test pairs and the settings:
+    a rerun that reuses a stage (say, the final all-seeds table after one run per seed) also reuses its numbers."""
+    what = {"weights": file_sha256(model / "model.safetensors"), "search": bool(indexes),
+            "test": [e["id"] for e in test], **overrides}
+    key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+    cache = model / "judged.json"
+    saved = json.loads(cache.read_text()) if cache.exists() else {}
+    if key not in saved:
+        saved[key] = evaluate(model, indexes, test, **overrides)
+        tmp = cache.with_name(f"judged.{os.getpid()}.tmp")  # runs of other seeds may judge the same start at once
+        tmp.write_text(json.dumps({**saved, key: saved[key]}) + "\n", encoding="utf-8")
+        tmp.replace(cache)
+    return dict(saved[key])
+
+
 def judged(model: Path, indexes, test: list[dict], sampled: bool) -> dict:
-    metrics = evaluate(model, indexes, test)
+    metrics = measured(model, indexes, test)
     metrics["searches_per_order"] = metrics["searches_per_judgment"] / 2
     if sampled:  # the policy GRPO trains, not only its mode
-        metrics["sampled_tool_share"] = evaluate(model, indexes, test, temperature=1.0, seed=0)["correct_tool_share"]
+        metrics["sampled_tool_share"] = measured(model, indexes, test, temperature=1.0, seed=0)["correct_tool_share"]
     return metrics
 
 
@@ -98,7 +116,8 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
                         induction_share=args.induct_share, decay_steps=min(args.sft_decay, args.sft_steps))
         runs[f"sft/s{seed}"] = judged(start, indexes, test, sampled=stage_a)
         if not stage_a:
-            runs[f"sft/s{seed}"]["no_search_accuracy"] = evaluate(start, None, test)["accuracy"]
+            runs[f"sft/s{seed}"]["no_search_accuracy"] = measured(start, None, test)["accuracy"]
+        logger.info("stage %s seed %d SFT start: %s", args.stage, seed, runs[f"sft/s{seed}"])
         for variant in (args.variants if stage_a else ["composite"]) if args.grpo_steps else ():
             t = time.perf_counter()
             name = (f"{variant}-{args.tool_term}" if args.tool_term != "share" else variant) + f"-g{args.generations}"
@@ -109,7 +128,7 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
                        "--per_device_train_batch_size", str(8 * args.generations))
             metrics = judged(run, indexes, test, sampled=stage_a)
             if not stage_a:
-                metrics["no_search_accuracy"] = evaluate(run, None, test)["accuracy"]
+                metrics["no_search_accuracy"] = measured(run, None, test)["accuracy"]
             metrics.update(grpo_seconds=time.perf_counter() - t, curve=curve(run))
             runs[f"{name}/s{seed}"] = metrics
             logger.info("stage %s seed %d %s: %s", args.stage, seed, name,
