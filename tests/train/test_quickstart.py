@@ -136,3 +136,35 @@ def test_summary_words_follow_the_numbers():
     text = summary(table)
     assert "goal <= 2%: NOT met" in text and "goal >= 90%: NOT met" in text and "does not use the evidence" in text
     assert results_table(table)[-1].startswith("| after GRPO, no search | 0.300") and " - |" in results_table(table)[-1]
+
+
+def test_quickstart_rejects_a_negative_warmup_decay():
+    import pytest
+
+    from train.quickstart import QuickstartArguments
+
+    with pytest.raises(ValueError, match="sft_decay_steps"):
+        QuickstartArguments(sft_decay_steps=-1)
+    assert QuickstartArguments(sft_steps=4, sft_decay_steps=500).sft_decay_steps == 500  # capped only when used
+
+
+def test_learning_proof_judges_each_model_once_until_its_weights_change(tmp_path, monkeypatch):
+    import importlib
+
+    proof = importlib.import_module("bench.learning_proof")
+    calls = []
+    monkeypatch.setattr(proof, "evaluate", lambda model, indexes, test, **kw: calls.append(kw) or {"accuracy": 0.5})
+    model = tmp_path / "judge"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights-1")
+    test = [{"id": "toy-0-test-000001"}, {"id": "toy-0-test-000002"}]
+    assert proof.measured(model, {"wiki": "x"}, test) == {"accuracy": 0.5}
+    assert proof.measured(model, {"wiki": "x"}, test) == {"accuracy": 0.5}
+    assert len(calls) == 1  # the second answer came from judged.json
+    proof.measured(model, {"wiki": "x"}, test, temperature=1.0, seed=0)  # other settings: judged anew
+    proof.measured(model, None, test)  # without search: judged anew
+    proof.measured(model, {"wiki": "x"}, test[:1])  # other pairs: judged anew
+    assert len(calls) == 4
+    (model / "model.safetensors").write_bytes(b"weights-2")  # a redone stage in the same folder
+    proof.measured(model, {"wiki": "x"}, test)
+    assert len(calls) == 5 and not list(model.glob("judged.*.tmp"))
