@@ -168,3 +168,21 @@ def test_learning_proof_judges_each_model_once_until_its_weights_change(tmp_path
     (model / "model.safetensors").write_bytes(b"weights-2")  # a redone stage in the same folder
     proof.measured(model, {"wiki": "x"}, test)
     assert len(calls) == 5 and not list(model.glob("judged.*.tmp"))
+
+
+def test_learning_proof_tokenizes_every_seeds_pairs_with_whole_names():
+    """Each seed's tiny judge gets its tokenizer from the world the proof's pairs come from: names stay one token
+    (a tokenizer built on world `seed` split world 0's names into letters for seeds 1 and 2)."""
+    import importlib
+
+    from openrm.tiny import build_tokenizer
+    from openrm.toyworld import ToyWorld
+
+    proof = importlib.import_module("bench.learning_proof")
+    example = ToyWorld(proof.WORLD_SEED).examples(1, "test", style="short")[0]
+    name = example["meta"]["subject"].split()[0]
+    for seed in (0, 2):
+        cfg = proof.start_config(seed, 64, 4, 32)
+        assert cfg.seed == seed
+        tokenizer = build_tokenizer(cfg)
+        assert name in tokenizer.convert_ids_to_tokens(tokenizer.encode(example["question"], add_special_tokens=False))
