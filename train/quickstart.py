@@ -42,6 +42,9 @@ WARMUP_BATCH = 32
 INDUCTION_BATCH = 64
 INDUCTION_LENGTHS = (8, 24)  # the first two stages'; once the copy works on every word it extends to long runs fast
 INDUCTION_LENGTHS_LONG = (8, 96)  # the last stage's and the warm-up's: the deciding copy reaches ~90 tokens back
+# Each SFT step runs as this many length-sorted micro-batches (sft_warmup --sort_within_steps): the same records and
+# loss per step, about a fifth less padding compute on records whose lengths vary two- to twelve-fold.
+MICRO_BATCHES = 2
 
 
 @dataclass
@@ -221,7 +224,9 @@ def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, lea
     stage(4, "%s: up to %d steps of %d records", what, steps, batch)
     sft_warmup.main(*sft_warmup.parse([
         "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", str(base), "--output_dir", str(out),
-        "--max_steps", str(steps), "--per_device_train_batch_size", str(batch), "--learning_rate", str(learning_rate),
+        "--max_steps", str(steps), "--per_device_train_batch_size", str(batch // MICRO_BATCHES),
+        "--gradient_accumulation_steps", str(MICRO_BATCHES), "--sort_within_steps", "true",
+        "--learning_rate", str(learning_rate),
         *(["--lr_scheduler_type", "warmup_stable_decay", "--lr_scheduler_kwargs",
            json.dumps({"num_decay_steps": decay_steps})] if decay_steps else ["--lr_scheduler_type", scheduler]),
         "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "512",

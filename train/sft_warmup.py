@@ -66,6 +66,13 @@ class WarmupArguments:
         "help": "Stop once a logged mean token accuracy reaches this (0 = run every step), e.g. an induction stage "
                 "that is done when its copy is right."})
 
+    sort_within_steps: bool = field(default=False, metadata={
+        "help": "Train the records in the file's order (which must already be random), each optimizer step's "
+                "records (per_device_train_batch_size x gradient_accumulation_steps) sorted by length: with "
+                "gradient accumulation each micro-batch then pads only to its own longest record, while a step "
+                "still averages the loss over the same records' tokens as one batch would (the quickstart's mixed "
+                "lengths: about a fifth less compute per step, bench/RESULTS.md). One process only."})
+
     def __post_init__(self):
         if not 0.0 <= self.stop_at_accuracy <= 1.0:
             raise ValueError(f"stop_at_accuracy must be in [0, 1], got {self.stop_at_accuracy}")
@@ -76,10 +83,16 @@ class WarmupArguments:
 
 
 def main(script_args: WarmupArguments, training_args, model_args) -> None:
+    import torch
     from datasets import load_dataset
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
+    if training_args.use_cpu or not torch.cuda.is_available():
+        # Subnormal floats (probabilities of far-off logits, Adam moments of tokens a stage never shows) take a slow
+        # path on x86 CPUs: one tiny-judge run stepped 4x slower than another seed's (bench/RESULTS.md). Values
+        # under 1.2e-38 become 0, which changes no loss that matters.
+        torch.set_flush_denormal(True)
     dataset = load_dataset("json", data_files=script_args.dataset, split="train")
     missing = {"prompt", "completion"} - set(dataset.column_names)
     if missing and "input_ids" not in dataset.column_names:
@@ -93,6 +106,14 @@ def main(script_args: WarmupArguments, training_args, model_args) -> None:
                               desc="Tokenizing gold trajectories")
     except ValueError as exc:
         raise ValueError(f"{script_args.dataset}: {exc}") from exc
+    if script_args.sort_within_steps:
+        if training_args.world_size > 1:
+            raise ValueError("sort_within_steps runs in one process (each step's records are laid out in order)")
+        # TRL drops records with nothing to train on; dropped here first, they cannot shift the steps' boundaries
+        dataset = dataset.filter(lambda r: any(r["completion_mask"]), desc="Dropping records with no trained token")
+        dataset = sorted_within_steps(dataset, training_args.per_device_train_batch_size
+                                      * training_args.gradient_accumulation_steps)
+        training_args.train_sampling_strategy = "sequential"
     masked = sum(len(m) - sum(m) for m in dataset["completion_mask"])
     logger.info("%d records, %d tokens (%d masked: prompts and <information> blocks)", len(dataset),
                 sum(map(len, dataset["completion_mask"])), masked)
@@ -109,6 +130,15 @@ def main(script_args: WarmupArguments, training_args, model_args) -> None:
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
     logger.info("warm-up done: %d steps, model in %s", trainer.state.global_step, training_args.output_dir)
+
+
+def sorted_within_steps(dataset, per_step: int):
+    """`dataset` in its own order, each consecutive run of `per_step` records (one optimizer step's) sorted by
+    length, shortest first."""
+    lengths = [len(mask) for mask in dataset["completion_mask"]]
+    order = [i for start in range(0, len(lengths), per_step)
+             for i in sorted(range(start, min(start + per_step, len(lengths))), key=lengths.__getitem__)]
+    return dataset.select(order)
 
 
 def stop_at_accuracy(threshold: float):

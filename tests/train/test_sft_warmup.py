@@ -140,3 +140,40 @@ def test_plain_lm_head_gives_the_fused_heads_loss_and_trains(tiny, gold, tmp_pat
                  "--disable_tqdm", "true"]))
     after = AutoModelForCausalLM.from_pretrained(tmp_path / "out").state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_sorted_within_steps_keeps_each_steps_records_and_sorts_them():
+    from datasets import Dataset
+
+    from train.sft_warmup import sorted_within_steps
+
+    lengths = [5, 2, 9, 1, 7, 3, 8, 4, 6]
+    data = Dataset.from_dict({"completion_mask": [[1] * n for n in lengths], "tag": list(range(len(lengths)))})
+    out = sorted_within_steps(data, 4)
+    assert [len(m) for m in out["completion_mask"]] == [1, 2, 5, 9, 3, 4, 7, 8, 6]
+    tags = out["tag"]
+    assert [sorted(tags[i:i + 4]) for i in (0, 4, 8)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+
+
+def test_sorted_micro_batches_take_the_same_step_as_one_batch(tiny, gold, tmp_path):
+    """Two length-sorted micro-batches with gradient accumulation move the weights exactly as one batch of the same
+    records does (the loss is a token mean over the whole step either way)."""
+    import torch
+    from safetensors.torch import load_file
+
+    path, _ = tiny
+    data = tmp_path / "gold.jsonl"
+    data.write_text("".join(json.dumps({"prompt": m, "completion": [{"role": "assistant", "content": c}]}) + "\n"
+                            for m, c in gold[:4]))
+    common = ["--dataset", str(data), "--model_name_or_path", str(path), "--max_steps", "1", "--optim", "sgd",
+              "--learning_rate", "0.5", "--lr_scheduler_type", "constant", "--lm_head", "plain",
+              "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
+              "--disable_tqdm", "true"]
+    main(*parse([*common, "--output_dir", str(tmp_path / "one"), "--per_device_train_batch_size", "4",
+                 "--train_sampling_strategy", "sequential"]))
+    main(*parse([*common, "--output_dir", str(tmp_path / "two"), "--per_device_train_batch_size", "2",
+                 "--gradient_accumulation_steps", "2", "--sort_within_steps", "true"]))
+    start, one, two = (load_file(p / "model.safetensors") for p in (path, tmp_path / "one", tmp_path / "two"))
+    assert any(not torch.equal(start[k], one[k]) for k in start)  # the step moved the weights
+    for k in one:
+        torch.testing.assert_close(one[k], two[k], rtol=1e-4, atol=1e-6)
