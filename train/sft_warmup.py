@@ -73,6 +73,11 @@ class WarmupArguments:
                 "still averages the loss over the same records' tokens as one batch would (the quickstart's mixed "
                 "lengths: about a fifth less compute per step, bench/RESULTS.md). One process only."})
 
+    flush_subnormals: bool = field(default=True, metadata={
+        "help": "On a CPU, flush subnormal floats to zero (torch.set_flush_denormal): far-off logits' probabilities "
+                "and the Adam moments of tokens a stage never shows fall into that range, and x86 CPUs compute on "
+                "them several times slower (bench/sft_step_time.py)."})
+
     def __post_init__(self):
         if not 0.0 <= self.stop_at_accuracy <= 1.0:
             raise ValueError(f"stop_at_accuracy must be in [0, 1], got {self.stop_at_accuracy}")
@@ -82,17 +87,16 @@ class WarmupArguments:
             raise ValueError(f"lm_head must be 'fused' or 'plain', got {self.lm_head!r}")
 
 
-def main(script_args: WarmupArguments, training_args, model_args) -> None:
+def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) -> None:
+    """The warm-up; `callbacks` are more TrainerCallbacks (e.g. a benchmark's step clock)."""
     import torch
     from datasets import load_dataset
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
     if training_args.use_cpu or not torch.cuda.is_available():
-        # Subnormal floats (probabilities of far-off logits, Adam moments of tokens a stage never shows) take a slow
-        # path on x86 CPUs: one tiny-judge run stepped 4x slower than another seed's (bench/RESULTS.md). Values
-        # under 1.2e-38 become 0, which changes no loss that matters.
-        torch.set_flush_denormal(True)
+        # flushed, values under 1.2e-38 become 0, which changes no loss that matters (a no-op on CPUs without the mode)
+        torch.set_flush_denormal(script_args.flush_subnormals)
     dataset = load_dataset("json", data_files=script_args.dataset, split="train")
     missing = {"prompt", "completion"} - set(dataset.column_names)
     if missing and "input_ids" not in dataset.column_names:
@@ -123,7 +127,8 @@ def main(script_args: WarmupArguments, training_args, model_args) -> None:
     if script_args.lm_head == "plain":
         from train.plain_head import plain_head_sft_trainer as trainer_class
     trainer = trainer_class(model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
-                            processing_class=tokenizer, peft_config=get_peft_config(model_args))
+                            processing_class=tokenizer, peft_config=get_peft_config(model_args),
+                            callbacks=list(callbacks))
     if script_args.stop_at_accuracy:
         trainer.add_callback(stop_at_accuracy(script_args.stop_at_accuracy))
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
