@@ -161,10 +161,15 @@ def test_sorted_micro_batches_take_the_same_step_as_one_batch(tiny, gold, tmp_pa
     import torch
     from safetensors.torch import load_file
 
-    path, _ = tiny
+    path, tok = tiny
     data = tmp_path / "gold.jsonl"
-    data.write_text("".join(json.dumps({"prompt": m, "completion": [{"role": "assistant", "content": c}]}) + "\n"
-                            for m, c in gold[:4]))
+    # two long chat records and two short tokenized ones: a micro-batch normalised on its own tokens would weigh
+    # the short records' tokens several times more than one batch does
+    short = [{"input_ids": tok.encode(text), "completion_mask": [0, 1, 1, 1][:len(tok.encode(text))]}
+             for text in ("A B C D", "E F G H")]
+    assert all(len(r["input_ids"]) == len(r["completion_mask"]) for r in short)
+    records = [*({"prompt": m, "completion": [{"role": "assistant", "content": c}]} for m, c in gold[:2]), *short]
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
     common = ["--dataset", str(data), "--model_name_or_path", str(path), "--max_steps", "1", "--optim", "sgd",
               "--learning_rate", "0.5", "--lr_scheduler_type", "constant", "--lm_head", "plain",
               "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
