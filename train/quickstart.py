@@ -70,9 +70,9 @@ class QuickstartArguments:
     decision_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that drill the deciding step alone (quickstart.decision_drill)."})
     induction_steps: int = field(default=6000, metadata={
-        "help": "Most steps of the first induction stage before the warm-up (batch 64 of `induction_drill`s over "
-                "`induction_vocab` words; then up to 1,500 on every word, and 1,500 on longer runs; each stops once "
-                "its copy accuracy reaches 0.95; 0 = none)."})
+        "help": "Most steps of each induction stage before the warm-up (batch 64 of `induction_drill`s: over "
+                "`induction_vocab` words, then every word, then longer runs; each stops once its copy accuracy "
+                "reaches 0.95; 0 = none)."})
     induction_vocab: int = field(default=128, metadata={
         "help": "How many toy words the first induction stage draws from (few: the circuit forms sooner)."})
     induction_share: float = field(default=0.2, metadata={
@@ -202,10 +202,11 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
 
 
 def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, learning_rate: float, scheduler: str,
-         seed: int, what: str, stop_at_accuracy: float = 0.0, decay_steps: int = 0) -> Path:
+         seed: int, what: str, stop_at_accuracy: float = 0.0, decay_steps: int = 0, warmup_steps: int = 0) -> Path:
     """Run train/sft_warmup.py (plain LM head) on `records` from `base` into `out`, unless `out` already holds the
     run `want` describes (its warmup.json; the base's own warmup.json is part of it, so a redone base redoes this).
-    `decay_steps` > 0: `scheduler` is ignored; the rate holds at its peak, then falls over the last `decay_steps`."""
+    `decay_steps` > 0: `scheduler` is ignored; the rate holds at its peak, then falls over the last `decay_steps`.
+    The rate ramps up over `warmup_steps` (0: a twentieth of `steps`)."""
     from train import sft_warmup
 
     done = out / "warmup.json"
@@ -229,7 +230,7 @@ def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, lea
         "--learning_rate", str(learning_rate),
         *(["--lr_scheduler_type", "warmup_stable_decay", "--lr_scheduler_kwargs",
            json.dumps({"num_decay_steps": decay_steps})] if decay_steps else ["--lr_scheduler_type", scheduler]),
-        "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "512",
+        "--warmup_steps", str(warmup_steps or max(steps // 20, 1)), "--max_length", "512",
         "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
         "--gradient_checkpointing", "false", "--seed", str(seed), "--disable_tqdm", "true",
         "--logging_steps", str(min(50, max(steps // 10, 1)) if stop_at_accuracy else max(steps // 10, 1)),
@@ -240,7 +241,7 @@ def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, lea
 
 def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int,
                     lengths: tuple[int, int] = INDUCTION_LENGTHS, learning_rate: float = 3e-3,
-                    stop_at_accuracy: float = 0.95) -> Path:
+                    stop_at_accuracy: float = 0.95, warmup_steps: int = 0) -> Path:
     """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters) of `lengths`,
     constant learning rate, from `base`; it stops once the logged copy accuracy reaches `stop_at_accuracy`. The
     circuit forms in a sudden drop after a plateau whose length varies with the seed (bench/RESULTS.md): hence a
@@ -252,19 +253,23 @@ def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: i
     # at most 1,000 batches of distinct drills, cycled (random runs: a repeat teaches nothing to memorise), so the
     # stage does not write and tokenise records for steps its accuracy stop will skip
     records = (induction_drill(words, rng, lengths) for _ in range(min(steps, 1000) * INDUCTION_BATCH))
-    return _sft(records, base, out, {"induction_vocab": vocab, "lengths": list(lengths)}, steps, INDUCTION_BATCH,
-                learning_rate, "constant", seed,
+    return _sft(records, base, out, {"induction_vocab": vocab, "lengths": list(lengths),
+                                     **({"warmup_steps": warmup_steps} if warmup_steps else {})},
+                steps, INDUCTION_BATCH, learning_rate, "constant", seed,
                 f"induction stage of the tiny judge ({vocab or 'all'} words, runs of {lengths[0]}-{lengths[1]})",
-                stop_at_accuracy)
+                stop_at_accuracy, warmup_steps=warmup_steps)
 
 
 def induction_stages(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int) -> Path:
     """The copy on `vocab` words first (it forms sooner on few), then on every word and letter, then on runs up to
-    96 words; folders `<out>-1`, `-2`, `-3`. The later stages take up to min(steps, 1500) steps each."""
-    plan = ((vocab, INDUCTION_LENGTHS, steps), (0, INDUCTION_LENGTHS, min(steps, 1500)),
-            (0, INDUCTION_LENGTHS_LONG, min(steps, 1500)))
-    for n, (words, lengths, most) in enumerate(plan, start=1):
-        base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), most, words, seed, lengths)
+    96 words; folders `<out>-1`, `-2`, `-3`. Each stage runs until its copy accuracy stop, up to `steps` steps: the
+    every-word stage can have a plateau of its own (seed 1 of bench/learning_proof.py needed 3,150 steps; until
+    session 26 a 1,500-step cap cut it off at 0.91). The later stages, extending a circuit that works, ramp their rate
+    up over 75 steps."""
+    plan = ((vocab, INDUCTION_LENGTHS, 0), (0, INDUCTION_LENGTHS, 75), (0, INDUCTION_LENGTHS_LONG, 75))
+    for n, (words, lengths, warmup) in enumerate(plan, start=1):
+        base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), steps, words, seed, lengths,
+                               warmup_steps=warmup)
     return base
 
 
