@@ -73,11 +73,6 @@ class WarmupArguments:
                 "still averages the loss over the same records' tokens as one batch would (the quickstart's mixed "
                 "lengths: about a fifth less compute per step, bench/RESULTS.md). One process only."})
 
-    flush_subnormals: bool = field(default=True, metadata={
-        "help": "On a CPU, flush subnormal floats to zero (torch.set_flush_denormal): far-off logits' probabilities "
-                "and the Adam moments of tokens a stage never shows fall into that range, and x86 CPUs compute on "
-                "them several times slower (bench/sft_step_time.py)."})
-
     def __post_init__(self):
         if not 0.0 <= self.stop_at_accuracy <= 1.0:
             raise ValueError(f"stop_at_accuracy must be in [0, 1], got {self.stop_at_accuracy}")
@@ -89,14 +84,10 @@ class WarmupArguments:
 
 def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) -> None:
     """The warm-up; `callbacks` are more TrainerCallbacks (e.g. a benchmark's step clock)."""
-    import torch
     from datasets import load_dataset
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
-    if training_args.use_cpu or not torch.cuda.is_available():
-        # flushed, values under 1.2e-38 become 0, which changes no loss that matters (a no-op on CPUs without the mode)
-        torch.set_flush_denormal(script_args.flush_subnormals)
     dataset = load_dataset("json", data_files=script_args.dataset, split="train")
     missing = {"prompt", "completion"} - set(dataset.column_names)
     if missing and "input_ids" not in dataset.column_names:
