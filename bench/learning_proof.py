@@ -208,7 +208,7 @@ def main() -> None:
     if not (data / "dataset").exists():
         write_dataset(world, data, args.n_train, max(args.n_eval, 200), style="short", granularity="fact",
                       domains=args.domains)
-    indexes = toy_indexes(data / "corpora", args.out / f"indexes-{data.name}")  # one set per data, never rebuilt under another
+    indexes = toy_indexes(data / "corpora", args.out / f"indexes-{data.name}")  # one set per data folder
     test = world.examples(args.n_eval, "test", args.domains, style="short")
     t = time.perf_counter()
     runs = run_stage(args, world, data, indexes, test)
