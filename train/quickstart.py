@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GRPO_CONFIG = ROOT / "configs/grpo_openrm/tiny_cpu.yaml"
 STAGES = 7
 # Bumped whenever the warm-up's data or settings change, so an older warm-up in the same --out is redone.
-WARMUP_RECIPE = 5
+WARMUP_RECIPE = 6  # 6: steps as length-sorted micro-batches over the records in drawn order (session 26)
 WARMUP_BATCH = 32
 INDUCTION_BATCH = 64
 INDUCTION_LENGTHS = (8, 24)  # the first two stages'; once the copy works on every word it extends to long runs fast
