@@ -31,8 +31,10 @@ CARD_NAME = "tiny_card.json"
 TOKENIZERS = ("bpe", "words")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 # Bumped whenever the tokenizer or model recipe changes for the same TinyConfig, so `built_from` rebuilds.
-# 2: the whole-word tokenizer's " A" / " B" letter tokens; 3: only as whole words (2 split " Brila" into " B" "rila").
-RECIPE = 3
+# 2: the whole-word tokenizer's " A" / " B" letter tokens; 3: only as whole words (2 split " Brila" into " B" "rila");
+# 4: the letters from the BPE, not added tokens (3 split every name starting with A or B after a space).
+RECIPE = 4
+LETTERS = ("A", "B")
 
 
 @dataclass(frozen=True)
@@ -123,15 +125,20 @@ def build_tokenizer(cfg: TinyConfig = TinyConfig()):
         # the (Qwen) pre-tokenizer runs, so a name is the same token after a space, a quote or a bracket; the BPE
         # below them only spells spaces, punctuation and unseen text. (The "bpe" tokenizer splits tags, as Qwen's
         # does, so that stop strings spanning tokens stay tested.)
-        words = sorted({w for text in _training_text(cfg) for w in _WORD.findall(text)})
+        # The answer letters stay with the BPE, which spells " A" and " B" (space included) as one token each: in the
+        # compact prompt an answer's value is followed by its letter, so "2022 A" is two tokens, value then letter,
+        # and the judge's deciding step ("<think>2022 A</think>") is the plain induction copy (find the value, copy
+        # the token after it) rather than a copy that must skip a space token (bench/RESULTS.md, "Learning proof").
+        # They are not added tokens: an added " B" overlaps " Brinieth" and, when the tokenizers library drops it
+        # for not being a whole word, the name's own match goes with it ("ĠB" "r" "in" "ieth"; recipe 3).
+        words = sorted({w for text in _training_text(cfg) for w in _WORD.findall(text)} - set(LETTERS))
         tags = [t for name in protocol.TAGS for t in (protocol.open_tag(name), protocol.close_tag(name))]
-        # The answer letters also come as " A" and " B", space included: in the compact prompt an answer's value is
-        # followed by its letter, so "2022 A" is two tokens, value then letter, and the judge's deciding step
-        # ("<think>2022 A</think>") is the plain induction copy (find the value, copy the token after it) rather than
-        # a copy that must skip a space token (bench/RESULTS.md, "Learning proof").
-        letters = [AddedToken(f" {letter}", single_word=True, normalized=False) for letter in ("A", "B")]
-        tokenizer.add_tokens([AddedToken(t, normalized=False) for t in tags] + letters
+        tokenizer.add_tokens([AddedToken(t, normalized=False) for t in tags]
                              + [AddedToken(w, single_word=True, normalized=False) for w in words])
+        for letter in LETTERS:
+            if len(tokenizer.tokenize(f" {letter}")) != 1:
+                raise ValueError(f"the tiny tokenizer spells ' {letter}' in more than one token; the deciding copy "
+                                 "needs it whole (train it on more text holding the letter)")
     tokenizer.padding_side = "left"
     return tokenizer
 

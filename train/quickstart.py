@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 GRPO_CONFIG = ROOT / "configs/grpo_openrm/tiny_cpu.yaml"
 STAGES = 7
 # Bumped whenever the warm-up's data or settings change, so an older warm-up in the same --out is redone.
-WARMUP_RECIPE = 6  # 6: steps as length-sorted micro-batches over the records in drawn order (session 26)
+# 6: steps as length-sorted micro-batches over the records in drawn order (session 26); 7: a fair tool coin.
+WARMUP_RECIPE = 7
 WARMUP_BATCH = 32
 INDUCTION_BATCH = 64
 INDUCTION_LENGTHS = (8, 24)  # the first two stages'; once the copy works on every word it extends to long runs fast
@@ -177,6 +178,7 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
     `induction_ids`. Every record is drawn afresh, so a warm-up of `n` records sees none twice."""
     rng = random.Random(f"quickstart:gold:{seed}")
     words = sorted(set(world.vocabulary_text().split()))
+    tools = sorted(set(protocol.GOLD_TOOL.values()))  # a fair coin (until recipe 7 it listed WIKI twice: 2 in 3)
     records = []
     for i in range(n):
         draw = rng.random()
@@ -195,7 +197,7 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
             records.append(induction_drill(induction_ids, rng, INDUCTION_LENGTHS_LONG))
             continue
         ex = world.example(i, "train", domains, "recombined" if rng.random() < recombined_share else "short")
-        tool = rng.choice(sorted(protocol.GOLD_TOOL.values())) if random_tool else None
+        tool = rng.choice(tools) if random_tool else None
         records.append({"prompt": protocol.judge_messages(ex, style="compact"), "completion": [
             {"role": "assistant", "content": world.compact_trajectory(ex, tool=tool)}]})
     return records

@@ -78,6 +78,11 @@ def test_words_tokenizer_keeps_names_and_values_whole_wherever_they_stand(tmp_pa
     assert tok.convert_ids_to_tokens(ids)[-3] == value and tok.decode(ids[-2:-1]) == " A"
     assert tok.convert_ids_to_tokens(tok.encode("<answer>B</answer>", add_special_tokens=False))[1] == "B"
     assert " B" not in tok.convert_ids_to_tokens(tok.encode("in Brila", add_special_tokens=False))  # whole words only
+    # a name that starts with a letter stays whole after a space (recipe 3 split " Brinieth" into "ĠB" "r" "in" "ieth")
+    names = [w for w in set(world.vocabulary_text().split()) if w[0] in "AB" and len(w) > 1]
+    assert names
+    for name in names:
+        assert tok.tokenize(f"Illness {name} fever") == ["Illness", "Ġ", name, "Ġ", "fever"]
     text = world.compact_trajectory(example)
     assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
     assert tok.decode(tok.encode("Draiax's 数据", add_special_tokens=False)) == "Draiax's 数据"
