@@ -13,11 +13,12 @@ both orders. Each seed has its own tiny model, induction stages and warm-up (`--
 Stage A. The warm-up's gold trajectories carry a tool drawn by a fair coin, so the tool choice starts uninformed, on
 wiki and science pairs (`--domains`), so WIKI and ARXIV are each the gold tool of half the prompts; then 120 GRPO
 steps at lr 1e-3 with each reward variant from that same start, one run per seed. (With medical pairs too, WIKI is
-gold 2 times in 3: GRPO first collapsed onto it and the tool never came to depend on the question; RESULTS.) composite and
-unit_weight pay for the gold tool, em_only does not (a wrong corpus still costs it: its evidence is about another
-subject, so the verdict becomes a guess). Reported: the share of searches on the right corpus (greedy, and sampled
-at T=1), searches and model-written tokens per order (the paper's Fig. 3 axes), accuracy, parse failures: mean ± sd
-over seeds. The table in bench/RESULTS.md used the 2,000-step cosine warm-up (`--sft-steps 2000 --sft-decay 0`).
+gold 2 times in 3: GRPO first collapsed onto it and the tool never came to depend on the question; RESULTS.)
+composite and unit_weight pay for the gold tool, em_only does not (a wrong corpus still costs it: its evidence is
+about another subject, so the verdict becomes a guess). Reported: the share of searches on the right corpus (greedy,
+and sampled at T=1), searches and model-written tokens per order (the paper's Fig. 3 axes), accuracy, parse
+failures: mean ± sd over seeds. The table in bench/RESULTS.md used the 2,000-step cosine warm-up (`--sft-steps 2000
+--sft-decay 0`).
 Stage B. The warm-up uses the gold tool; then GRPO (composite). Accuracy with search and without it (the no-tool
 prompt; the facts are fictional and test pairs ask about documents no training pair uses, so without evidence the
 judge can only guess).
@@ -45,15 +46,8 @@ sys.path.insert(0, str(ROOT))
 from openrm.tiny import TinyConfig  # noqa: E402
 from openrm.toyworld import ToyWorld, write_dataset  # noqa: E402
 from retrieval.manifest import file_sha256  # noqa: E402
-from train.quickstart import (  # noqa: E402
-    QuickstartArguments,
-    evaluate,
-    grpo,
-    induction_stages,
-    tiny_model,
-    toy_indexes,
-    warm_up,
-)
+from train.curriculum import induction_stages, warm_up  # noqa: E402
+from train.quickstart import QuickstartArguments, evaluate, grpo, tiny_model, toy_indexes  # noqa: E402
 
 logger = logging.getLogger("learning_proof")
 WORLD_SEED = 0  # every seed judges the same toy world; seeds vary the model, its stages and GRPO

@@ -33,7 +33,7 @@ def write_records(kind: str, tiny: Path, seed: int, world_seed: int, steps: int,
     from transformers import AutoTokenizer
 
     from openrm.toyworld import ToyWorld, WorldSize
-    from train.quickstart import INDUCTION_BATCH, WARMUP_BATCH, gold_records, induction_drill, induction_words
+    from train.curriculum import INDUCTION_BATCH, WARMUP_BATCH, gold_records, induction_drill, induction_words
 
     world = ToyWorld(world_seed, WorldSize())
     tokenizer = AutoTokenizer.from_pretrained(tiny)

@@ -58,7 +58,7 @@ def test_decision_drills_pair_every_value_with_the_letter_of_the_answer_that_sta
     import random
 
     from openrm import protocol
-    from train.quickstart import DECISION_DRILL_SYSTEM, decision_drill
+    from train.curriculum import DECISION_DRILL_SYSTEM, decision_drill
 
     world, rng = ToyWorld(0), random.Random(0)
     for index in range(20):
@@ -78,7 +78,7 @@ def test_decision_drills_pair_every_value_with_the_letter_of_the_answer_that_sta
 
 
 def test_gold_records_mix_drills_and_trajectories_in_the_asked_shares():
-    from train.quickstart import DECISION_DRILL_SYSTEM, gold_records
+    from train.curriculum import DECISION_DRILL_SYSTEM, gold_records
 
     records = gold_records(ToyWorld(0), 400, 0.5, seed=0, copy_share=0.3, decision_share=0.2)
     kinds = [("copy" if r["prompt"][1]["content"].startswith("Repeat: ") else
@@ -89,13 +89,22 @@ def test_gold_records_mix_drills_and_trajectories_in_the_asked_shares():
     assert len(set(drills)) == len(drills)  # drills are drawn afresh: none repeats
 
 
+def test_stage_a_gold_records_draw_each_tool_half_the_time():
+    from train.curriculum import gold_records
+
+    records = gold_records(ToyWorld(0), 600, 0.5, seed=0, random_tool=True)
+    tools = [r["completion"][0]["content"].split("<search>")[1].split("(")[0] for r in records]
+    assert set(tools) == {"WIKI", "ARXIV"}
+    assert 0.44 <= tools.count("ARXIV") / len(tools) <= 0.56  # a fair coin (until recipe 7, ARXIV 1 time in 3)
+
+
 def test_induction_drills_repeat_distinct_words_and_train_only_the_copy_that_can_be_predicted(tmp_path):
     import random
 
     from transformers import AutoTokenizer
 
     from openrm.tiny import TinyConfig, build
-    from train.quickstart import INDUCTION_LENGTHS, gold_records, induction_drill, induction_words
+    from train.curriculum import INDUCTION_LENGTHS, gold_records, induction_drill, induction_words
 
     world = ToyWorld(0)
     # the whole-word tokenizer of the quickstart's tiny judge (built from the same world)

@@ -182,3 +182,18 @@ def test_sorted_micro_batches_take_the_same_step_as_one_batch(tiny, gold, tmp_pa
     assert any(not torch.equal(start[k], one[k]) for k in start)  # the step moved the weights
     for k in one:
         torch.testing.assert_close(one[k], two[k], rtol=1e-4, atol=1e-6)
+
+
+def test_sorted_within_steps_refuses_more_than_one_process(tiny, gold, tmp_path, monkeypatch):
+    from transformers import TrainingArguments
+
+    path, _ = tiny
+    data = tmp_path / "gold.jsonl"
+    data.write_text("".join(json.dumps({"prompt": m, "completion": [{"role": "assistant", "content": c}]}) + "\n"
+                            for m, c in gold))
+    monkeypatch.setattr(TrainingArguments, "world_size", property(lambda self: 2))  # as under accelerate launch
+    with pytest.raises(ValueError, match="sort_within_steps runs in one process"):
+        main(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), "--model_name_or_path", str(path),
+                     "--max_steps", "1", "--per_device_train_batch_size", "2", "--sort_within_steps", "true",
+                     "--report_to", "none", "--use_cpu", "true", "--dtype", "float32"]))
+    assert not (tmp_path / "out" / "model.safetensors").exists()
