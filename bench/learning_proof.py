@@ -125,11 +125,12 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
         logger.info("stage %s seed %d SFT start: %s", args.stage, seed, runs[f"sft/s{seed}"])
         for variant in (args.variants if stage_a else ["composite"]) if args.grpo_steps else ():
             t = time.perf_counter()
-            name = (f"{variant}-{args.tool_term}" if args.tool_term != "share" else variant) + f"-g{args.generations}"
+            name = ((f"{variant}-{args.tool_term}" if args.tool_term != "share" else variant) + f"-g{args.generations}"
+                    + (f"-{args.loss_type}" if args.loss_type != "dapo" else ""))
             run = grpo(start, data, indexes, args.out / f"{args.stage}-{name}-s{seed}-{args.grpo_steps}",
                        args.grpo_steps, "--reward_variant", variant, "--tool_term", args.tool_term, "--seed",
                        str(seed), *(["--learning_rate", str(args.grpo_lr)] if args.grpo_lr else []),
-                       "--num_generations", str(args.generations),
+                       "--num_generations", str(args.generations), "--loss_type", args.loss_type,
                        "--per_device_train_batch_size", str(8 * args.generations))
             metrics = judged(run, indexes, test, sampled=stage_a)
             if not stage_a:
@@ -143,7 +144,8 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
 
 def table(runs: dict, args) -> str:
     names = ["sft", *(args.variants if args.stage == "a" else ["composite"])]
-    suffix = ("" if args.tool_term == "share" else f"-{args.tool_term}") + f"-g{args.generations}"
+    suffix = (("" if args.tool_term == "share" else f"-{args.tool_term}") + f"-g{args.generations}"
+              + (f"-{args.loss_type}" if args.loss_type != "dapo" else ""))
     names = [n if n == "sft" else n + suffix for n in names]
     metrics = METRICS if args.stage == "a" else (*METRICS[2:], "no_search_accuracy")
     lines = ["| start → GRPO variant | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
@@ -188,6 +190,11 @@ def main() -> None:
     parser.add_argument("--grpo-steps", type=int, default=None,
                         help="GRPO steps (8 prompts x 8 completions); default: 120 in stage A, 20 in stage B")
     parser.add_argument("--generations", type=int, default=8, help="GRPO group size (8 prompts per step)")
+    parser.add_argument("--loss-type", default=None, choices=("dapo", "grpo"),
+                        help="TRL's GRPO loss: 'grpo' averages each completion's token losses, then the completions; "
+                             "'dapo' (TRL's default, the quickstart's) averages over every token of the batch. "
+                             "Default: grpo in stage A (under dapo the tool choice collapsed onto one tool for every "
+                             "question while each domain paid its own tool: bench/RESULTS.md, session 27), dapo in B")
     parser.add_argument("--grpo-lr", type=float, default=None,
                         help="GRPO learning rate (constant); default: 1e-3 in stage A (the tool choice starts at a "
                              "coin), the quickstart's configs/grpo_openrm/tiny_cpu.yaml in stage B")
@@ -196,6 +203,8 @@ def main() -> None:
         args.grpo_lr = 1e-3
     if args.domains is None:  # with medical, WIKI is gold 2 times in 3 and GRPO first collapses onto it (RESULTS)
         args.domains = ["wiki", "science"] if args.stage == "a" else ["wiki", "science", "medical"]
+    if args.loss_type is None:
+        args.loss_type = "grpo" if args.stage == "a" else "dapo"
     if args.grpo_steps is None:
         args.grpo_steps = 120 if args.stage == "a" else 20
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
