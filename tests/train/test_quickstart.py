@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from openrm.toyworld import ToyWorld
 
 SMALL = ["--n_train", "40", "--n_test", "8", "--induction_steps", "3", "--sft_steps", "4", "--grpo_steps", "2",
@@ -195,3 +197,20 @@ def test_learning_proof_tokenizes_every_seeds_pairs_with_whole_names():
         assert cfg.seed == seed
         tokenizer = build_tokenizer(cfg)
         assert name in tokenizer.convert_ids_to_tokens(tokenizer.encode(example["question"], add_special_tokens=False))
+
+
+def test_tool_choice_log_splits_rewards_by_gold_and_first_called_tool():
+    from bench.tool_choice_log import summarise
+
+    def line(step, gold, completion, total, em):
+        return json.dumps({"step": step, "gold_tool": gold, "completion": completion, "total": total, "em": em})
+
+    lines = [line(0, "WIKI", '<think>x</think><search>WIKI("a b")</search>', 1.5, 1.0),
+             line(1, "WIKI", '<search>ARXIV("a b")</search><search>WIKI("a b")</search>', 0.0, 0.0),
+             line(1, "WIKI", '<search>WIKI("a")</search>', 0.5, 0.0), "",
+             line(2, "ARXIV", "<answer>A</answer>", 1.0, 1.0)]
+    rows = summarise(lines, window=2)
+    assert rows == [{"step": 0, "WIKI->ARXIV": (1, 0.0, 0.0), "WIKI->WIKI": (2, 1.0, 0.5)},
+                    {"step": 2, "ARXIV->none": (1, 1.0, 1.0)}]
+    with pytest.raises(ValueError, match="line 2: not a trajectory-log record"):
+        summarise([lines[0], '{"step": 3}'], window=1)
