@@ -101,6 +101,12 @@ def spread(values: list[float | None]) -> str:
     return f"{mean:.2f} ± {statistics.stdev(values):.2f}" if len(values) > 1 else f"{mean:.2f}"
 
 
+def run_suffix(args) -> str:
+    """What a GRPO run's folder and table row add to the variant's name: the non-default settings."""
+    return (("" if args.tool_term == "share" else f"-{args.tool_term}") + f"-g{args.generations}"
+            + ("" if args.loss_type == "dapo" else f"-{args.loss_type}"))
+
+
 def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> dict:
     stage_a = args.stage == "a"
     runs: dict[str, dict] = {}
@@ -125,8 +131,7 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
         logger.info("stage %s seed %d SFT start: %s", args.stage, seed, runs[f"sft/s{seed}"])
         for variant in (args.variants if stage_a else ["composite"]) if args.grpo_steps else ():
             t = time.perf_counter()
-            name = ((f"{variant}-{args.tool_term}" if args.tool_term != "share" else variant) + f"-g{args.generations}"
-                    + (f"-{args.loss_type}" if args.loss_type != "dapo" else ""))
+            name = variant + run_suffix(args)
             run = grpo(start, data, indexes, args.out / f"{args.stage}-{name}-s{seed}-{args.grpo_steps}",
                        args.grpo_steps, "--reward_variant", variant, "--tool_term", args.tool_term, "--seed",
                        str(seed), *(["--learning_rate", str(args.grpo_lr)] if args.grpo_lr else []),
@@ -144,9 +149,7 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
 
 def table(runs: dict, args) -> str:
     names = ["sft", *(args.variants if args.stage == "a" else ["composite"])]
-    suffix = (("" if args.tool_term == "share" else f"-{args.tool_term}") + f"-g{args.generations}"
-              + (f"-{args.loss_type}" if args.loss_type != "dapo" else ""))
-    names = [n if n == "sft" else n + suffix for n in names]
+    names = [n if n == "sft" else n + run_suffix(args) for n in names]
     metrics = METRICS if args.stage == "a" else (*METRICS[2:], "no_search_accuracy")
     lines = ["| start → GRPO variant | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
     for name in names:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from openrm import protocol
+from openrm.tiny import LETTERS
 from openrm.toyworld import DOMAINS, ToyWorld
 
 logger = logging.getLogger("openrm.quickstart")
@@ -56,7 +57,7 @@ def induction_words(tokenizer, world: ToyWorld, vocab: int, seed: int) -> list[i
     words = sorted(set(world.vocabulary_text().split()))
     ids = sorted({i for i in tokenizer.convert_tokens_to_ids(words) if i is not None and i != tokenizer.unk_token_id})
     if not vocab:
-        letters = [tokenizer.encode(f" {letter}", add_special_tokens=False) for letter in ("A", "B")]
+        letters = [tokenizer.encode(f" {letter}", add_special_tokens=False) for letter in LETTERS]
         return ids + [t[0] for t in letters if len(t) == 1 and t[0] not in ids]
     if len(ids) < vocab:
         raise ValueError(f"the tokenizer has {len(ids)} toy words as tokens, fewer than induction_vocab={vocab}")
