@@ -18,11 +18,18 @@ from openrm.toyworld import DOMAINS, ToyWorld
 logger = logging.getLogger("openrm.quickstart")
 STAGES = 7  # the quickstart's numbered steps, which the stages here report as
 # Bumped whenever the warm-up's data or settings change, so an older warm-up in the same --out is redone.
-# 6: steps as length-sorted micro-batches over the records in drawn order (session 26); 7: a fair tool coin.
-WARMUP_RECIPE = 7
+# 6: steps as length-sorted micro-batches over the records in drawn order (session 26); 7: a fair tool coin;
+# 8: float32 on CPU (TRL's SFTConfig defaults to bf16, which ran every stage under CPU bf16 autocast) and the
+# induction stages' rate ramp honoured ('constant' ignored warmup_steps: bench/RESULTS.md, session 28).
+# 9: the first induction stage on runs of 8-16 words (was 8-24).
+WARMUP_RECIPE = 9
 WARMUP_BATCH = 32
 INDUCTION_BATCH = 64
-INDUCTION_LENGTHS = (8, 24)  # the first two stages'; once the copy works on every word it extends to long runs fast
+# The first stage's runs: with runs up to 16 words its copy formed in 300-450 steps on seeds 0-3; with runs up to 24
+# it sometimes settled first on a partial answer (any word of the run not yet repeated: copy accuracy ~0.2) and stayed
+# there for thousands of steps (bench/RESULTS.md, session 28).
+INDUCTION_LENGTHS_FIRST = (8, 16)
+INDUCTION_LENGTHS = (8, 24)  # the second stage's; once the copy works on every word it extends to long runs fast
 INDUCTION_LENGTHS_LONG = (8, 96)  # the last stage's and the warm-up's: the deciding copy reaches ~90 tokens back
 # Each SFT step runs as this many length-sorted micro-batches (sft_warmup --sort_within_steps): the same records and
 # loss per step, about a fifth less padding compute on records whose lengths vary two- to twelve-fold.
@@ -141,7 +148,7 @@ def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, lea
         *(["--lr_scheduler_type", "warmup_stable_decay", "--lr_scheduler_kwargs",
            json.dumps({"num_decay_steps": decay_steps})] if decay_steps else ["--lr_scheduler_type", scheduler]),
         "--warmup_steps", str(warmup_steps or max(steps // 20, 1)), "--max_length", "512",
-        "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
+        "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32", "--bf16", "false",
         "--gradient_checkpointing", "false", "--seed", str(seed), "--disable_tqdm", "true",
         "--logging_steps", str(min(50, max(steps // 10, 1)) if stop_at_accuracy else max(steps // 10, 1)),
         "--stop_at_accuracy", str(stop_at_accuracy)]))
@@ -153,7 +160,7 @@ def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: i
                     lengths: tuple[int, int] = INDUCTION_LENGTHS, learning_rate: float = 3e-3,
                     stop_at_accuracy: float = 0.95, warmup_steps: int = 0) -> Path:
     """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters) of `lengths`,
-    constant learning rate, from `base`; it stops once the logged copy accuracy reaches `stop_at_accuracy`. The
+    a constant learning rate after a linear ramp, from `base`; it stops once the logged copy accuracy reaches `stop_at_accuracy`. The
     circuit forms in a sudden drop after a plateau whose length varies with the seed (bench/RESULTS.md): hence a
     stop on accuracy rather than a fixed count."""
     from transformers import AutoTokenizer
@@ -165,7 +172,7 @@ def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: i
     records = (induction_drill(words, rng, lengths) for _ in range(min(steps, 1000) * INDUCTION_BATCH))
     return _sft(records, base, out, {"induction_vocab": vocab, "lengths": list(lengths),
                                      **({"warmup_steps": warmup_steps} if warmup_steps else {})},
-                steps, INDUCTION_BATCH, learning_rate, "constant", seed,
+                steps, INDUCTION_BATCH, learning_rate, "constant_with_warmup", seed,
                 f"induction stage of the tiny judge ({vocab or 'all'} words, runs of {lengths[0]}-{lengths[1]})",
                 stop_at_accuracy, warmup_steps=warmup_steps)
 
@@ -174,9 +181,10 @@ def induction_stages(world: ToyWorld, base: Path, out: Path, steps: int, vocab: 
     """The copy on `vocab` words first (it forms sooner on few), then on every word and letter, then on runs up to
     96 words; folders `<out>-1`, `-2`, `-3`. Each stage runs until its copy accuracy stop, up to `steps` steps: the
     every-word stage can have a plateau of its own (seed 1 of bench/learning_proof.py needed 3,150 steps; until
-    session 26 a 1,500-step cap cut it off at 0.91). The later stages, extending a circuit that works, ramp their rate
-    up over 75 steps."""
-    plan = ((vocab, INDUCTION_LENGTHS, 0), (0, INDUCTION_LENGTHS, 75), (0, INDUCTION_LENGTHS_LONG, 75))
+    session 26 a 1,500-step cap cut it off at 0.91). The first stage ramps its rate up over a twentieth of its cap, the
+    later ones, extending a circuit that works, over 75 steps (until session 28 no stage ramped: the 'constant'
+    scheduler ignores warmup_steps)."""
+    plan = ((vocab, INDUCTION_LENGTHS_FIRST, 0), (0, INDUCTION_LENGTHS, 75), (0, INDUCTION_LENGTHS_LONG, 75))
     for n, (words, lengths, warmup) in enumerate(plan, start=1):
         base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), steps, words, seed, lengths,
                                warmup_steps=warmup)

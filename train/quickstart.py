@@ -28,7 +28,7 @@ from openrm.toyworld import ToyWorld, WorldSize, write_dataset
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
-from train.curriculum import INDUCTION_LENGTHS, induction_stages, stage, warm_up
+from train.curriculum import INDUCTION_LENGTHS_FIRST, induction_stages, stage, warm_up
 
 logger = logging.getLogger("openrm.quickstart")
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,8 +80,8 @@ class QuickstartArguments:
         shares = (self.copy_share, self.decision_share, self.induction_share)
         if min(shares) < 0 or sum(shares) > 1:
             raise ValueError("copy_share, decision_share and induction_share must be >= 0 and add up to at most 1")
-        if self.induction_steps < 0 or self.induction_vocab < INDUCTION_LENGTHS[1]:
-            raise ValueError(f"induction_steps must be >= 0 and induction_vocab >= {INDUCTION_LENGTHS[1]}")
+        if self.induction_steps < 0 or self.induction_vocab < INDUCTION_LENGTHS_FIRST[1]:
+            raise ValueError(f"induction_steps must be >= 0 and induction_vocab >= {INDUCTION_LENGTHS_FIRST[1]}")
 
     def tiny_config(self) -> TinyConfig:
         return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers, self.head_dim)

@@ -28,7 +28,7 @@ def test_quickstart_runs_the_whole_slice_and_reuses_stages(tmp_path):
     # the copy on few words, then on every word and letter, then on long runs; each stage starts from the last
     stages = [json.loads((tmp_path / f"tiny-judge-induction-{n}" / "warmup.json").read_text()) for n in (1, 2, 3)]
     assert [(st["steps"], st["batch"], st["induction_vocab"], st["lengths"]) for st in stages] == [
-        (3, 64, 128, [8, 24]), (3, 64, 0, [8, 24]), (3, 64, 0, [8, 96])]
+        (3, 64, 128, [8, 16]), (3, 64, 0, [8, 24]), (3, 64, 0, [8, 96])]
     assert stages[1]["base_warmup"] == stages[0] and stages[2]["base_warmup"] == stages[1]
     warm = json.loads((tmp_path / "tiny-judge-sft" / "warmup.json").read_text())
     assert warm["base"] == str(tmp_path / "tiny-judge-induction-3") and warm["base_warmup"] == stages[2]
@@ -214,3 +214,26 @@ def test_tool_choice_log_splits_rewards_by_gold_and_first_called_tool():
                     {"step": 2, "ARXIV->none": (1, 1.0, 1.0)}]
     with pytest.raises(ValueError, match="line 2: not a trajectory-log record"):
         summarise([lines[0], '{"step": 3}'], window=1)
+
+
+def test_curriculum_stages_train_in_float32_with_their_rate_ramp(tmp_path, monkeypatch):
+    """TRL's SFTConfig defaults to bf16, which on CPU runs every step under bf16 autocast; and the 'constant'
+    scheduler ignores warmup_steps. Together they stretched the first induction stage's plateau from ~500 steps
+    to 5,000+ (bench/RESULTS.md, session 28), so the stages must ask for float32 and a scheduler that ramps."""
+    from openrm.tiny import TinyConfig, build
+    from train import curriculum, sft_warmup
+
+    seen = []
+    monkeypatch.setattr(sft_warmup, "main", lambda script, training, model: seen.append((script, training, model)))
+    base = build(tmp_path / "tiny", TinyConfig.whole_word(0, 32, 1))
+    world = ToyWorld(0)
+    curriculum.induction_stages(world, base, tmp_path / "induction", 400, 128, seed=0)
+    curriculum.warm_up(world, base, tmp_path / "sft", 40, 3e-3, 0.5, seed=0, decay_steps=10)
+    assert len(seen) == 4
+    for script, training, model in seen:
+        assert training.bf16 is False and training.mixed_precision == "no" and model.dtype == "float32"
+        assert training.warmup_steps > 0
+    stage_one, stage_two, stage_three, warm = (training for _, training, _ in seen)
+    assert [t.lr_scheduler_type.value for t in (stage_one, stage_two, stage_three)] == ["constant_with_warmup"] * 3
+    assert (stage_one.warmup_steps, stage_two.warmup_steps, stage_three.warmup_steps) == (20, 75, 75)
+    assert warm.lr_scheduler_type.value == "warmup_stable_decay"
