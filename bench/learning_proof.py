@@ -6,7 +6,7 @@ its reward asks, measured on held-out toy pairs over several seeds.
     .venv/bin/python bench/learning_proof.py --stage a --variants decoupled --tool-term per_call   # over-searching
 
 Both stages run the quickstart's recipe (train/quickstart.py: short single-fact pairs, one fact per passage with
-top-1 evidence, the compact prompt, a whole-word tokenizer, three induction stages, a warm-up that mixes pairs with
+top-1 evidence, the compact prompt, a whole-word tokenizer, two induction stages, a warm-up that mixes pairs with
 freshly drawn facts and drills, GRPO with configs/grpo_openrm/tiny_cpu.yaml) and judge held-out pairs greedily in
 both orders. Each seed has its own tiny model, induction stages and warm-up (`--shared-start`: the first seed's).
 
@@ -183,11 +183,12 @@ def main() -> None:
     parser.add_argument("--recombined", type=float, default=0.5, help="share of warm-up records with a fresh fact")
     parser.add_argument("--copy", type=float, default=0.15, help="share of warm-up records that are copy drills")
     parser.add_argument("--decide", type=float, default=0.2, help="share of warm-up records that are decision drills")
-    parser.add_argument("--induct-steps", type=int, default=6000,
+    parser.add_argument("--induct-steps", type=int, default=2000,
                         help="most steps of each induction stage before the warm-up (0 = none)")
     parser.add_argument("--induct-share", type=float, default=0.2, help="share of warm-up records that are "
                                                                          "induction drills")
-    parser.add_argument("--induct-vocab", type=int, default=128, help="toy words of the first induction stage")
+    parser.add_argument("--induct-vocab", type=int, default=0,
+                        help="toy words of the first induction stage (0: every word; until session 28, 128)")
     parser.add_argument("--shared-start", action="store_true",
                         help="one model and warm-up (the first seed's) for every seed; seeds then vary GRPO only")
     parser.add_argument("--grpo-steps", type=int, default=None,

@@ -19,9 +19,9 @@ logger = logging.getLogger("openrm.quickstart")
 STAGES = 7  # the quickstart's numbered steps, which the stages here report as
 # Bumped whenever the warm-up's data or settings change, so an older warm-up in the same --out is redone.
 # 6: steps as length-sorted micro-batches over the records in drawn order (session 26); 7: a fair tool coin;
-# 8: float32 on CPU (TRL's SFTConfig defaults to bf16, which ran every stage under CPU bf16 autocast) and the
-# induction stages' rate ramp honoured ('constant' ignored warmup_steps: bench/RESULTS.md, session 28).
-# 9: the first induction stage on runs of 8-16 words (was 8-24).
+# 8: float32 on CPU (TRL's SFTConfig defaults to bf16, which ran every stage under CPU bf16 autocast, a sixth slower)
+# and the induction stages' rate ramp honoured ('constant' ignored warmup_steps: bench/RESULTS.md, session 28).
+# 9: the first induction stage on runs of 8-16 words over every word (was 8-24 over 128 words), ramped over 300 steps.
 WARMUP_RECIPE = 9
 WARMUP_BATCH = 32
 INDUCTION_BATCH = 64
@@ -29,6 +29,7 @@ INDUCTION_BATCH = 64
 # it sometimes settled first on a partial answer (any word of the run not yet repeated: copy accuracy ~0.2) and stayed
 # there for thousands of steps (bench/RESULTS.md, session 28).
 INDUCTION_LENGTHS_FIRST = (8, 16)
+FIRST_RAMP = 300  # steps over which the first induction stage's rate rises to its peak
 INDUCTION_LENGTHS = (8, 24)  # the second stage's; once the copy works on every word it extends to long runs fast
 INDUCTION_LENGTHS_LONG = (8, 96)  # the last stage's and the warm-up's: the deciding copy reaches ~90 tokens back
 # Each SFT step runs as this many length-sorted micro-batches (sft_warmup --sort_within_steps): the same records and
@@ -178,13 +179,15 @@ def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: i
 
 
 def induction_stages(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int) -> Path:
-    """The copy on `vocab` words first (it forms sooner on few), then on every word and letter, then on runs up to
-    96 words; folders `<out>-1`, `-2`, `-3`. Each stage runs until its copy accuracy stop, up to `steps` steps: the
-    every-word stage can have a plateau of its own (seed 1 of bench/learning_proof.py needed 3,150 steps; until
-    session 26 a 1,500-step cap cut it off at 0.91). The first stage ramps its rate up over a twentieth of its cap, the
-    later ones, extending a circuit that works, over 75 steps (until session 28 no stage ramped: the 'constant'
-    scheduler ignores warmup_steps)."""
-    plan = ((vocab, INDUCTION_LENGTHS_FIRST, 0), (0, INDUCTION_LENGTHS, 75), (0, INDUCTION_LENGTHS_LONG, 75))
+    """The copy on runs of 8-16 words over `vocab` words (0: every word and letter), then, when `vocab` was a
+    subset, on every word, then on runs up to 96 words; folders `<out>-1`, `-2` (and `-3`). Each stage runs until its
+    copy accuracy stop, up to `steps` steps. The first stage ramps its rate up over 300 steps, the later ones,
+    extending a circuit that works, over 75 (until session 28 no stage ramped: the 'constant' scheduler ignores
+    warmup_steps). Measured (bench/RESULTS.md, session 28): every word from the start forms the copy in 350-400 steps;
+    a 128-word first stage forms it in 300 but the every-word stage after it then took 1,500 steps and more, since the
+    other words' embeddings were never trained."""
+    plan = [(vocab, INDUCTION_LENGTHS_FIRST, FIRST_RAMP), *([(0, INDUCTION_LENGTHS, 75)] if vocab else []),
+            (0, INDUCTION_LENGTHS_LONG, 75)]
     for n, (words, lengths, warmup) in enumerate(plan, start=1):
         base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), steps, words, seed, lengths,
                                warmup_steps=warmup)

@@ -57,12 +57,13 @@ class QuickstartArguments:
         "help": "Share of warm-up records that are 'repeat these words' drills (they grow the copying circuit)."})
     decision_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that drill the deciding step alone (curriculum.decision_drill)."})
-    induction_steps: int = field(default=6000, metadata={
-        "help": "Most steps of each induction stage before the warm-up (batch 64 of `induction_drill`s: over "
-                "`induction_vocab` words, then every word, then longer runs; each stops once its copy accuracy "
-                "reaches 0.95; 0 = none)."})
-    induction_vocab: int = field(default=128, metadata={
-        "help": "How many toy words the first induction stage draws from (few: the circuit forms sooner)."})
+    induction_steps: int = field(default=2000, metadata={
+        "help": "Most steps of each induction stage before the warm-up (batch 64 of `induction_drill`s: runs of "
+                "8-16 words, then runs up to 96; each stops once its copy accuracy reaches 0.95, in 100-450 steps "
+                "on seeds 0-3; 0 = none)."})
+    induction_vocab: int = field(default=0, metadata={
+        "help": "How many toy words the first induction stage draws from; 0 = every word and letter. A subset adds "
+                "an every-word stage after it (until session 28 the default was 128: bench/RESULTS.md)."})
     induction_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that are induction drills (so the warm-up keeps the circuit)."})
     grpo_steps: int = field(default=20, metadata={"help": "GRPO steps (configs/grpo_openrm/tiny_cpu.yaml)."})
@@ -80,8 +81,8 @@ class QuickstartArguments:
         shares = (self.copy_share, self.decision_share, self.induction_share)
         if min(shares) < 0 or sum(shares) > 1:
             raise ValueError("copy_share, decision_share and induction_share must be >= 0 and add up to at most 1")
-        if self.induction_steps < 0 or self.induction_vocab < INDUCTION_LENGTHS_FIRST[1]:
-            raise ValueError(f"induction_steps must be >= 0 and induction_vocab >= {INDUCTION_LENGTHS_FIRST[1]}")
+        if self.induction_steps < 0 or 0 < self.induction_vocab < INDUCTION_LENGTHS_FIRST[1]:
+            raise ValueError(f"induction_steps must be >= 0 and induction_vocab 0 or >= {INDUCTION_LENGTHS_FIRST[1]}")
 
     def tiny_config(self) -> TinyConfig:
         return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers, self.head_dim)

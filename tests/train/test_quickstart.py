@@ -1,6 +1,7 @@
 """The quickstart main job runs the whole slice end to end offline (small settings) and reuses its stages."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -25,13 +26,13 @@ def test_quickstart_runs_the_whole_slice_and_reuses_stages(tmp_path):
     assert {r["meta"]["style"] for r in train} == {"short"}
     assert len((tmp_path / "data" / "train.jsonl").read_text().splitlines()) == 40
     assert json.loads((tmp_path / "grpo" / "openrm_run.json").read_text())["global_step"] == 2
-    # the copy on few words, then on every word and letter, then on long runs; each stage starts from the last
-    stages = [json.loads((tmp_path / f"tiny-judge-induction-{n}" / "warmup.json").read_text()) for n in (1, 2, 3)]
+    # the copy on runs of 8-16 words over every word, then on long runs; the second starts from the first
+    stages = [json.loads((tmp_path / f"tiny-judge-induction-{n}" / "warmup.json").read_text()) for n in (1, 2)]
     assert [(st["steps"], st["batch"], st["induction_vocab"], st["lengths"]) for st in stages] == [
-        (3, 64, 128, [8, 16]), (3, 64, 0, [8, 24]), (3, 64, 0, [8, 96])]
-    assert stages[1]["base_warmup"] == stages[0] and stages[2]["base_warmup"] == stages[1]
+        (3, 64, 0, [8, 16]), (3, 64, 0, [8, 96])]
+    assert stages[1]["base_warmup"] == stages[0] and not (tmp_path / "tiny-judge-induction-3").exists()
     warm = json.loads((tmp_path / "tiny-judge-sft" / "warmup.json").read_text())
-    assert warm["base"] == str(tmp_path / "tiny-judge-induction-3") and warm["base_warmup"] == stages[2]
+    assert warm["base"] == str(tmp_path / "tiny-judge-induction-2") and warm["base_warmup"] == stages[1]
     assert warm["decay_steps"] == 4  # the default 500 steps of decay, capped at the warm-up's 4 steps
     assert (tmp_path / "judge" / "judge_card.json").is_file()
     table = json.loads((tmp_path / "results.json").read_text())
@@ -217,23 +218,32 @@ def test_tool_choice_log_splits_rewards_by_gold_and_first_called_tool():
 
 
 def test_curriculum_stages_train_in_float32_with_their_rate_ramp(tmp_path, monkeypatch):
-    """TRL's SFTConfig defaults to bf16, which on CPU runs every step under bf16 autocast; and the 'constant'
-    scheduler ignores warmup_steps. Together they stretched the first induction stage's plateau from ~500 steps
-    to 5,000+ (bench/RESULTS.md, session 28), so the stages must ask for float32 and a scheduler that ramps."""
+    """TRL's SFTConfig defaults to bf16 (on a CPU: every step under bf16 autocast) and the 'constant' scheduler ignores
+    warmup_steps; without the ramp the first induction stage sat on a plateau for thousands of steps where with it
+    the copy formed in a few hundred (bench/RESULTS.md, session 28). So every stage asks for float32 and a scheduler
+    that ramps; a first stage over a subset of words adds an every-word stage."""
     from openrm.tiny import TinyConfig, build
     from train import curriculum, sft_warmup
 
     seen = []
-    monkeypatch.setattr(sft_warmup, "main", lambda script, training, model: seen.append((script, training, model)))
+
+    def recorded(script, training, model):  # a stage "trains" by copying its base, so the next stage can load it
+        seen.append((script, training, model))
+        shutil.copytree(model.model_name_or_path, training.output_dir, dirs_exist_ok=True)
+
+    monkeypatch.setattr(sft_warmup, "main", recorded)
     base = build(tmp_path / "tiny", TinyConfig.whole_word(0, 32, 1))
     world = ToyWorld(0)
-    curriculum.induction_stages(world, base, tmp_path / "induction", 400, 128, seed=0)
+    curriculum.induction_stages(world, base, tmp_path / "induction", 400, 0, seed=0)
+    curriculum.induction_stages(world, base, tmp_path / "subset", 400, 128, seed=0)
     curriculum.warm_up(world, base, tmp_path / "sft", 40, 3e-3, 0.5, seed=0, decay_steps=10)
-    assert len(seen) == 4
-    for script, training, model in seen:
+    assert len(seen) == 6
+    for _, training, model in seen:
         assert training.bf16 is False and training.mixed_precision == "no" and model.dtype == "float32"
-        assert training.warmup_steps > 0
-    stage_one, stage_two, stage_three, warm = (training for _, training, _ in seen)
-    assert [t.lr_scheduler_type.value for t in (stage_one, stage_two, stage_three)] == ["constant_with_warmup"] * 3
-    assert (stage_one.warmup_steps, stage_two.warmup_steps, stage_three.warmup_steps) == (20, 75, 75)
-    assert warm.lr_scheduler_type.value == "warmup_stable_decay"
+    stages = [training for _, training, _ in seen[:5]]
+    assert {t.lr_scheduler_type.value for t in stages} == {"constant_with_warmup"}
+    assert [t.warmup_steps for t in stages] == [300, 75, 300, 75, 75]
+    assert [json.loads((tmp_path / f"subset-{n}" / "warmup.json").read_text())["lengths"] for n in (1, 2, 3)] == [
+        [8, 16], [8, 24], [8, 96]]
+    warm = seen[5][1]
+    assert warm.lr_scheduler_type.value == "warmup_stable_decay" and warm.warmup_steps == 2
