@@ -19,8 +19,8 @@ logger = logging.getLogger("openrm.quickstart")
 STAGES = 7  # the quickstart's numbered steps, which the stages here report as
 # Bumped whenever the warm-up's data or settings change, so an older warm-up in the same --out is redone.
 # 6: steps as length-sorted micro-batches over the records in drawn order (session 26); 7: a fair tool coin;
-# 8: float32 on CPU (TRL's SFTConfig defaults to bf16, which ran every stage under CPU bf16 autocast, a sixth slower)
-# and the induction stages' rate ramp honoured ('constant' ignored warmup_steps: bench/RESULTS.md, session 28).
+# 8: the induction stages' rate ramp honoured ('constant' ignored warmup_steps: bench/RESULTS.md, session 28) and
+# --bf16 false said outright (TRL's SFTConfig defaults to bf16; the plain head's loss never ran under its autocast).
 # 9: the first induction stage on runs of 8-16 words over every word (was 8-24 over 128 words), ramped over 300 steps.
 WARMUP_RECIPE = 9
 WARMUP_BATCH = 32
@@ -161,9 +161,9 @@ def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: i
                     lengths: tuple[int, int] = INDUCTION_LENGTHS, learning_rate: float = 3e-3,
                     stop_at_accuracy: float = 0.95, warmup_steps: int = 0) -> Path:
     """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters) of `lengths`,
-    a constant learning rate after a linear ramp, from `base`; it stops once the logged copy accuracy reaches `stop_at_accuracy`. The
-    circuit forms in a sudden drop after a plateau whose length varies with the seed (bench/RESULTS.md): hence a
-    stop on accuracy rather than a fixed count."""
+    a constant learning rate after a linear ramp, from `base`; it stops once the logged copy accuracy reaches
+    `stop_at_accuracy` (0: runs every step). The circuit forms in a sudden drop after a plateau whose length varies
+    with the seed (bench/RESULTS.md): hence a stop on accuracy rather than a fixed count."""
     from transformers import AutoTokenizer
 
     words = induction_words(AutoTokenizer.from_pretrained(base), world, vocab, seed)

@@ -113,8 +113,8 @@ def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) 
     logger.info("%d records, %d tokens (%d masked: prompts and <information> blocks)", len(dataset),
                 sum(map(len, dataset["completion_mask"])), masked)
     if training_args.use_cpu and training_args.bf16:
-        # TRL's SFTConfig defaults bf16 to True; on a CPU that is autocast, which ran the tiny judge's induction steps
-        # about a sixth slower than float32 on this machine (bench/RESULTS.md, session 28)
+        # TRL's SFTConfig defaults bf16 to True; on a CPU accelerate then wraps the model's forward in bf16 autocast
+        # (the fused head's path; --lm_head plain calls the backbone itself and stays in float32)
         logger.warning("bf16 on CPU runs every step under bf16 autocast; pass --bf16 false for float32")
     training_args.completion_only_loss = True
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
