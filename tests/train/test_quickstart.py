@@ -220,8 +220,8 @@ def test_tool_choice_log_splits_rewards_by_gold_and_first_called_tool():
 def test_curriculum_stages_train_in_float32_with_their_rate_ramp(tmp_path, monkeypatch):
     """TRL's SFTConfig defaults to bf16 (on a CPU: bf16 autocast of the model's forward) and the 'constant' scheduler
     ignores warmup_steps; without the ramp the first induction stage sat on a plateau for thousands of steps where
-    with it the copy formed in a few hundred (bench/RESULTS.md, session 28). So every stage asks for float32 and a scheduler
-    that ramps; a first stage over a subset of words adds an every-word stage."""
+    with it the copy formed in a few hundred (bench/RESULTS.md, session 28). So every stage asks for float32 and a
+    scheduler that ramps; a first stage over a subset of words adds an every-word stage."""
     from openrm.tiny import TinyConfig, build
     from train import curriculum, sft_warmup
 
