@@ -6,7 +6,7 @@ its reward asks, measured on held-out toy pairs over several seeds.
     .venv/bin/python bench/learning_proof.py --stage a --variants decoupled --tool-term per_call   # over-searching
 
 Both stages run the quickstart's recipe (train/quickstart.py: short single-fact pairs, one fact per passage with
-top-1 evidence, the compact prompt, a whole-word tokenizer, two induction stages, a warm-up that mixes pairs with
+top-1 evidence, the compact prompt, a whole-word tokenizer, three induction stages, a warm-up that mixes pairs with
 freshly drawn facts and drills, GRPO with configs/grpo_openrm/tiny_cpu.yaml) and judge held-out pairs greedily in
 both orders. Each seed has its own tiny model, induction stages and warm-up (`--shared-start`: the first seed's).
 
@@ -116,11 +116,12 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
                           start_config(start_seed, args.hidden, args.layers, args.head_dim))
         if args.induct_steps:  # as the quickstart: a few words first, then every word and letter, then long runs
             base = induction_stages(world, base, args.out / f"induct-h{args.hidden}-l{args.layers}-d{args.head_dim}"
-                                    f"-s{start_seed}-{args.induct_steps}-v{args.induct_vocab}", args.induct_steps,
-                                    args.induct_vocab, start_seed)
+                                    f"-s{start_seed}-{args.induct_steps}-v{args.induct_vocab}"
+                                    + ("-fast" if args.fast_induction else ""), args.induct_steps,
+                                    args.induct_vocab, start_seed, fast=args.fast_induction)
         folder = (f"{args.stage}-sft-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}-{args.sft_steps}"
                   f"-c{args.copy}-d{args.decide}-i{args.induct_steps}-{args.induct_share}"
-                  + (f"-wsd{args.sft_decay}" if args.sft_decay else "")
+                  + (f"-wsd{args.sft_decay}" if args.sft_decay else "") + ("-fast" if args.fast_induction else "")
                   + ("" if len(args.domains) == 3 else "-" + "-".join(args.domains)))
         start = warm_up(world, base, args.out / folder, args.sft_steps, args.sft_lr, args.recombined, start_seed,
                         random_tool=stage_a, copy_share=args.copy, domains=args.domains, decision_share=args.decide,
@@ -183,12 +184,15 @@ def main() -> None:
     parser.add_argument("--recombined", type=float, default=0.5, help="share of warm-up records with a fresh fact")
     parser.add_argument("--copy", type=float, default=0.15, help="share of warm-up records that are copy drills")
     parser.add_argument("--decide", type=float, default=0.2, help="share of warm-up records that are decision drills")
-    parser.add_argument("--induct-steps", type=int, default=2000,
+    parser.add_argument("--induct-steps", type=int, default=6000,
                         help="most steps of each induction stage before the warm-up (0 = none)")
     parser.add_argument("--induct-share", type=float, default=0.2, help="share of warm-up records that are "
                                                                          "induction drills")
-    parser.add_argument("--induct-vocab", type=int, default=0,
-                        help="toy words of the first induction stage (0: every word; until session 28, 128)")
+    parser.add_argument("--induct-vocab", type=int, default=128,
+                        help="toy words of the first induction stage (0: every word, with --fast-induction)")
+    parser.add_argument("--fast-induction", action="store_true",
+                        help="session 28's opt-in induction: a rate ramp, runs of 8-16 first "
+                             "(curriculum.induction_stages)")
     parser.add_argument("--shared-start", action="store_true",
                         help="one model and warm-up (the first seed's) for every seed; seeds then vary GRPO only")
     parser.add_argument("--grpo-steps", type=int, default=None,

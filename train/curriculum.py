@@ -19,18 +19,17 @@ logger = logging.getLogger("openrm.quickstart")
 STAGES = 7  # the quickstart's numbered steps, which the stages here report as
 # Bumped whenever the warm-up's data or settings change, so an older warm-up in the same --out is redone.
 # 6: steps as length-sorted micro-batches over the records in drawn order (session 26); 7: a fair tool coin;
-# 8: the induction stages' rate ramp honoured ('constant' ignored warmup_steps: bench/RESULTS.md, session 28) and
-# --bf16 false said outright (TRL's SFTConfig defaults to bf16; the plain head's loss never ran under its autocast).
-# 9: the first induction stage on runs of 8-16 words over every word (was 8-24 over 128 words), ramped over 300 steps.
-WARMUP_RECIPE = 9
+# Session 28 passes --bf16 false outright (TRL's SFTConfig defaults to bf16; the plain head's loss never ran under its
+# autocast, so the numbers are unchanged and the recipe stays 7) and adds the opt-in `fast` induction below.
+WARMUP_RECIPE = 7
 WARMUP_BATCH = 32
 INDUCTION_BATCH = 64
-# The first stage's runs: with runs up to 16 words its copy formed in 300-450 steps on seeds 0-3; with runs up to 24
-# it sometimes settled first on a partial answer (any word of the run not yet repeated: copy accuracy ~0.2) and stayed
-# there for thousands of steps (bench/RESULTS.md, session 28).
+INDUCTION_LENGTHS = (8, 24)  # the first two stages'; once the copy works on every word it extends to long runs fast
+# The `fast` induction's first stage (session 28): with a 300-step rate ramp and runs up to 16 words the copy formed in
+# 300-450 steps on seeds 0-3; with runs up to 24 it sometimes settled first on a partial answer (any word of the run
+# not yet repeated: copy accuracy ~0.2) and stayed there for thousands of steps (bench/RESULTS.md).
 INDUCTION_LENGTHS_FIRST = (8, 16)
-FIRST_RAMP = 300  # steps over which the first induction stage's rate rises to its peak
-INDUCTION_LENGTHS = (8, 24)  # the second stage's; once the copy works on every word it extends to long runs fast
+FIRST_RAMP = 300
 INDUCTION_LENGTHS_LONG = (8, 96)  # the last stage's and the warm-up's: the deciding copy reaches ~90 tokens back
 # Each SFT step runs as this many length-sorted micro-batches (sft_warmup --sort_within_steps): the same records and
 # loss per step, about a fifth less padding compute on records whose lengths vary two- to twelve-fold.
@@ -124,7 +123,7 @@ def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, lea
     """Run train/sft_warmup.py (plain LM head) on `records` from `base` into `out`, unless `out` already holds the
     run `want` describes (its warmup.json; the base's own warmup.json is part of it, so a redone base redoes this).
     `decay_steps` > 0: `scheduler` is ignored; the rate holds at its peak, then falls over the last `decay_steps`.
-    The rate ramps up over `warmup_steps` (0: a twentieth of `steps`)."""
+    A scheduler that ramps does so over `warmup_steps` (0: a twentieth of `steps`); 'constant' does not ramp."""
     from train import sft_warmup
 
     done = out / "warmup.json"
@@ -159,11 +158,11 @@ def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, lea
 
 def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int,
                     lengths: tuple[int, int] = INDUCTION_LENGTHS, learning_rate: float = 3e-3,
-                    stop_at_accuracy: float = 0.95, warmup_steps: int = 0) -> Path:
+                    stop_at_accuracy: float = 0.95, ramp: int = 0) -> Path:
     """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters) of `lengths`,
-    a constant learning rate after a linear ramp, from `base`; it stops once the logged copy accuracy reaches
-    `stop_at_accuracy` (0: runs every step). The circuit forms in a sudden drop after a plateau whose length varies
-    with the seed (bench/RESULTS.md): hence a stop on accuracy rather than a fixed count."""
+    a constant learning rate from `base` (after a linear ramp over `ramp` steps, when > 0); it stops once the logged
+    copy accuracy reaches `stop_at_accuracy` (0: runs every step). The circuit forms in a sudden drop after a plateau
+    whose length varies with the seed (bench/RESULTS.md): hence a stop on accuracy rather than a fixed count."""
     from transformers import AutoTokenizer
 
     words = induction_words(AutoTokenizer.from_pretrained(base), world, vocab, seed)
@@ -171,26 +170,32 @@ def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: i
     # at most 1,000 batches of distinct drills, cycled (random runs: a repeat teaches nothing to memorise), so the
     # stage does not write and tokenise records for steps its accuracy stop will skip
     records = (induction_drill(words, rng, lengths) for _ in range(min(steps, 1000) * INDUCTION_BATCH))
+    # 'constant' ignores warmup_steps: the measured recipe's stages never ramped (until session 28 this passed a
+    # ramp that had no effect, and the want below recorded one for the later stages)
     return _sft(records, base, out, {"induction_vocab": vocab, "lengths": list(lengths),
-                                     **({"warmup_steps": warmup_steps} if warmup_steps else {})},
-                steps, INDUCTION_BATCH, learning_rate, "constant_with_warmup", seed,
+                                     **({"ramp": ramp} if ramp else {})},
+                steps, INDUCTION_BATCH, learning_rate, "constant_with_warmup" if ramp else "constant", seed,
                 f"induction stage of the tiny judge ({vocab or 'all'} words, runs of {lengths[0]}-{lengths[1]})",
-                stop_at_accuracy, warmup_steps=warmup_steps)
+                stop_at_accuracy, warmup_steps=ramp)
 
 
-def induction_stages(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int) -> Path:
-    """The copy on runs of 8-16 words over `vocab` words (0: every word and letter), then, when `vocab` was a
-    subset, on every word, then on runs up to 96 words; folders `<out>-1`, `-2` (and `-3`). Each stage runs until its
-    copy accuracy stop, up to `steps` steps. The first stage ramps its rate up over 300 steps, the later ones,
-    extending a circuit that works, over 75 (until session 28 no stage ramped: the 'constant' scheduler ignores
-    warmup_steps). Measured (bench/RESULTS.md, session 28): every word from the start forms the copy in 350-400 steps;
-    a 128-word first stage forms it in 300 but the every-word stage after it then took 1,500 steps and more, since the
-    other words' embeddings were never trained."""
-    plan = [(vocab, INDUCTION_LENGTHS_FIRST, FIRST_RAMP), *([(0, INDUCTION_LENGTHS, 75)] if vocab else []),
-            (0, INDUCTION_LENGTHS_LONG, 75)]
-    for n, (words, lengths, warmup) in enumerate(plan, start=1):
-        base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), steps, words, seed, lengths,
-                               warmup_steps=warmup)
+def induction_stages(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int,
+                     fast: bool = False) -> Path:
+    """The copy on `vocab` words first (it forms sooner on few), then on every word and letter, then on runs up to
+    96 words; folders `<out>-1`, `-2`, `-3`. Each stage runs until its copy accuracy stop, up to `steps` steps, at a
+    constant rate: the every-word stage can have a plateau of its own (seed 1 of bench/learning_proof.py needed 3,150
+    steps; until session 26 a 1,500-step cap cut it off at 0.91).
+    `fast` (session 28, opt-in): the first stage on runs of 8-16 words with its rate ramped over 300 steps, the later
+    ones over 75; with `vocab` 0 there is no separate every-word stage. Every word from the start formed the copy in
+    350-400 steps and the long runs in 100 more, where the default took thousands; but on seed 0 the warm-up after
+    that fast start did not decide (accuracy 0.06, ties 0.91: bench/RESULTS.md), so it is not the default."""
+    if fast:
+        plan = [(vocab, INDUCTION_LENGTHS_FIRST, FIRST_RAMP), *([(0, INDUCTION_LENGTHS, 75)] if vocab else []),
+                (0, INDUCTION_LENGTHS_LONG, 75)]
+    else:
+        plan = [(vocab, INDUCTION_LENGTHS, 0), (0, INDUCTION_LENGTHS, 0), (0, INDUCTION_LENGTHS_LONG, 0)]
+    for n, (words, lengths, ramp) in enumerate(plan, start=1):
+        base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), steps, words, seed, lengths, ramp=ramp)
     return base
 
 

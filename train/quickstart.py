@@ -28,7 +28,7 @@ from openrm.toyworld import ToyWorld, WorldSize, write_dataset
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
-from train.curriculum import INDUCTION_LENGTHS_FIRST, induction_stages, stage, warm_up
+from train.curriculum import INDUCTION_LENGTHS, INDUCTION_LENGTHS_FIRST, induction_stages, stage, warm_up
 
 logger = logging.getLogger("openrm.quickstart")
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,13 +57,17 @@ class QuickstartArguments:
         "help": "Share of warm-up records that are 'repeat these words' drills (they grow the copying circuit)."})
     decision_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that drill the deciding step alone (curriculum.decision_drill)."})
-    induction_steps: int = field(default=2000, metadata={
-        "help": "Most steps of each induction stage before the warm-up (batch 64 of `induction_drill`s: runs of "
-                "8-16 words, then runs up to 96; each stops once its copy accuracy reaches 0.95, in 100-450 steps "
-                "on seeds 0-3; 0 = none)."})
-    induction_vocab: int = field(default=0, metadata={
-        "help": "How many toy words the first induction stage draws from; 0 = every word and letter. A subset adds "
-                "an every-word stage after it (until session 28 the default was 128: bench/RESULTS.md)."})
+    induction_steps: int = field(default=6000, metadata={
+        "help": "Most steps of each induction stage before the warm-up (batch 64 of `induction_drill`s: over "
+                "`induction_vocab` words, then every word, then longer runs; each stops once its copy accuracy "
+                "reaches 0.95; 0 = none)."})
+    induction_vocab: int = field(default=128, metadata={
+        "help": "How many toy words the first induction stage draws from (few: the circuit forms sooner); 0 = every "
+                "word (with fast_induction only: then there is no separate every-word stage)."})
+    fast_induction: bool = field(default=False, metadata={
+        "help": "Session 28's opt-in induction (curriculum.induction_stages): a rate ramp and shorter first runs; "
+                "with induction_vocab 0 the copy forms in ~500 steps in all, but on seed 0 the warm-up after it did "
+                "not decide (bench/RESULTS.md), so it is not the default."})
     induction_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that are induction drills (so the warm-up keeps the circuit)."})
     grpo_steps: int = field(default=20, metadata={"help": "GRPO steps (configs/grpo_openrm/tiny_cpu.yaml)."})
@@ -81,8 +85,11 @@ class QuickstartArguments:
         shares = (self.copy_share, self.decision_share, self.induction_share)
         if min(shares) < 0 or sum(shares) > 1:
             raise ValueError("copy_share, decision_share and induction_share must be >= 0 and add up to at most 1")
-        if self.induction_steps < 0 or 0 < self.induction_vocab < INDUCTION_LENGTHS_FIRST[1]:
-            raise ValueError(f"induction_steps must be >= 0 and induction_vocab 0 or >= {INDUCTION_LENGTHS_FIRST[1]}")
+        least = (INDUCTION_LENGTHS_FIRST if self.fast_induction else INDUCTION_LENGTHS)[1]
+        if self.induction_steps < 0 or self.induction_vocab < 0 or 0 < self.induction_vocab < least:
+            raise ValueError(f"induction_steps must be >= 0 and induction_vocab 0 or >= {least}")
+        if self.induction_vocab == 0 and not self.fast_induction:
+            raise ValueError("induction_vocab 0 (every word from the start) needs fast_induction")
 
     def tiny_config(self) -> TinyConfig:
         return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers, self.head_dim)
@@ -236,7 +243,7 @@ def main(args: QuickstartArguments) -> dict:
     tiny = tiny_model(out / "tiny-judge", args.tiny_config())
     if args.induction_steps:
         tiny = induction_stages(world, tiny, out / "tiny-judge-induction", args.induction_steps, args.induction_vocab,
-                                args.seed)
+                                args.seed, fast=args.fast_induction)
     warm = warm_up(world, tiny, out / "tiny-judge-sft", args.sft_steps, args.sft_learning_rate,
                    args.recombined_share, args.seed, copy_share=args.copy_share, decision_share=args.decision_share,
                    induction_share=args.induction_share, decay_steps=min(args.sft_decay_steps, args.sft_steps))

@@ -26,13 +26,13 @@ def test_quickstart_runs_the_whole_slice_and_reuses_stages(tmp_path):
     assert {r["meta"]["style"] for r in train} == {"short"}
     assert len((tmp_path / "data" / "train.jsonl").read_text().splitlines()) == 40
     assert json.loads((tmp_path / "grpo" / "openrm_run.json").read_text())["global_step"] == 2
-    # the copy on runs of 8-16 words over every word, then on long runs; the second starts from the first
-    stages = [json.loads((tmp_path / f"tiny-judge-induction-{n}" / "warmup.json").read_text()) for n in (1, 2)]
+    # the copy on few words, then on every word and letter, then on long runs; each stage starts from the last
+    stages = [json.loads((tmp_path / f"tiny-judge-induction-{n}" / "warmup.json").read_text()) for n in (1, 2, 3)]
     assert [(st["steps"], st["batch"], st["induction_vocab"], st["lengths"]) for st in stages] == [
-        (3, 64, 0, [8, 16]), (3, 64, 0, [8, 96])]
-    assert stages[1]["base_warmup"] == stages[0] and not (tmp_path / "tiny-judge-induction-3").exists()
+        (3, 64, 128, [8, 24]), (3, 64, 0, [8, 24]), (3, 64, 0, [8, 96])]
+    assert stages[1]["base_warmup"] == stages[0] and stages[2]["base_warmup"] == stages[1]
     warm = json.loads((tmp_path / "tiny-judge-sft" / "warmup.json").read_text())
-    assert warm["base"] == str(tmp_path / "tiny-judge-induction-2") and warm["base_warmup"] == stages[1]
+    assert warm["base"] == str(tmp_path / "tiny-judge-induction-3") and warm["base_warmup"] == stages[2]
     assert warm["decay_steps"] == 4  # the default 500 steps of decay, capped at the warm-up's 4 steps
     assert (tmp_path / "judge" / "judge_card.json").is_file()
     table = json.loads((tmp_path / "results.json").read_text())
@@ -217,11 +217,12 @@ def test_tool_choice_log_splits_rewards_by_gold_and_first_called_tool():
         summarise([lines[0], '{"step": 3}'], window=1)
 
 
-def test_curriculum_stages_train_in_float32_with_their_rate_ramp(tmp_path, monkeypatch):
-    """TRL's SFTConfig defaults to bf16 (on a CPU: bf16 autocast of the model's forward) and the 'constant' scheduler
-    ignores warmup_steps; without the ramp the first induction stage sat on a plateau for thousands of steps where
-    with it the copy formed in a few hundred (bench/RESULTS.md, session 28). So every stage asks for float32 and a
-    scheduler that ramps; a first stage over a subset of words adds an every-word stage."""
+def test_curriculum_stages_say_float32_and_fast_induction_ramps(tmp_path, monkeypatch):
+    """TRL's SFTConfig defaults to bf16 (on a CPU: bf16 autocast of the model's forward), so every stage asks for
+    float32. The measured recipe's induction stages run at a constant rate ('constant' ignores warmup_steps); the
+    opt-in fast induction ramps (300 steps, then 75), which formed the copy in a few hundred steps where the constant
+    rate sat on a plateau for thousands (bench/RESULTS.md, session 28); with every word from the start it has no
+    separate every-word stage."""
     from openrm.tiny import TinyConfig, build
     from train import curriculum, sft_warmup
 
@@ -234,16 +235,20 @@ def test_curriculum_stages_train_in_float32_with_their_rate_ramp(tmp_path, monke
     monkeypatch.setattr(sft_warmup, "main", recorded)
     base = build(tmp_path / "tiny", TinyConfig.whole_word(0, 32, 1))
     world = ToyWorld(0)
-    curriculum.induction_stages(world, base, tmp_path / "induction", 400, 0, seed=0)
-    curriculum.induction_stages(world, base, tmp_path / "subset", 400, 128, seed=0)
+    curriculum.induction_stages(world, base, tmp_path / "default", 400, 128, seed=0)
+    curriculum.induction_stages(world, base, tmp_path / "fast", 400, 0, seed=0, fast=True)
+    curriculum.induction_stages(world, base, tmp_path / "subset", 400, 128, seed=0, fast=True)
     curriculum.warm_up(world, base, tmp_path / "sft", 40, 3e-3, 0.5, seed=0, decay_steps=10)
-    assert len(seen) == 6
+    assert len(seen) == 3 + 2 + 3 + 1
     for _, training, model in seen:
         assert training.bf16 is False and training.mixed_precision == "no" and model.dtype == "float32"
-    stages = [training for _, training, _ in seen[:5]]
-    assert {t.lr_scheduler_type.value for t in stages} == {"constant_with_warmup"}
-    assert [t.warmup_steps for t in stages] == [300, 75, 300, 75, 75]
-    assert [json.loads((tmp_path / f"subset-{n}" / "warmup.json").read_text())["lengths"] for n in (1, 2, 3)] == [
-        [8, 16], [8, 24], [8, 96]]
-    warm = seen[5][1]
-    assert warm.lr_scheduler_type.value == "warmup_stable_decay" and warm.warmup_steps == 2
+    schedulers = [(t.lr_scheduler_type.value, t.warmup_steps) for _, t, _ in seen]
+    assert schedulers[:3] == [("constant", 20)] * 3  # 'constant' ignores its warmup_steps
+    assert schedulers[3:8] == [("constant_with_warmup", 300), ("constant_with_warmup", 75)] + [
+        ("constant_with_warmup", 300)] + [("constant_with_warmup", 75)] * 2
+    names = ("default", "fast", "subset")
+    lengths = {name: [json.loads((tmp_path / f"{name}-{n}" / "warmup.json").read_text())["lengths"]
+                      for n in range(1, 4) if (tmp_path / f"{name}-{n}").exists()] for name in names}
+    assert lengths == {"default": [[8, 24], [8, 24], [8, 96]], "fast": [[8, 16], [8, 96]],
+                       "subset": [[8, 16], [8, 24], [8, 96]]}
+    assert schedulers[8] == ("warmup_stable_decay", 2)
