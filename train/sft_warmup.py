@@ -112,10 +112,10 @@ def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) 
     masked = sum(len(m) - sum(m) for m in dataset["completion_mask"])
     logger.info("%d records, %d tokens (%d masked: prompts and <information> blocks)", len(dataset),
                 sum(map(len, dataset["completion_mask"])), masked)
-    if training_args.use_cpu and training_args.bf16:
+    if training_args.use_cpu and training_args.bf16 and script_args.lm_head == "fused":
         # TRL's SFTConfig defaults bf16 to True; on a CPU accelerate then wraps the model's forward in bf16 autocast
-        # (the fused head's path; --lm_head plain calls the backbone itself and stays in float32)
-        logger.warning("bf16 on CPU runs every step under bf16 autocast; pass --bf16 false for float32")
+        # (--lm_head plain calls the backbone itself and so stays in float32 either way)
+        logger.warning("bf16 on CPU runs the model's forward under bf16 autocast; pass --bf16 false for float32")
     training_args.completion_only_loss = True
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     trainer_class = SFTTrainer

@@ -57,6 +57,20 @@ def test_quickstart_rejects_bad_arguments(tmp_path):
     assert result.returncode != 0 and "n_train" in result.stderr
 
 
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"induction_vocab": 0}, "needs fast_induction"),  # every word first is only the fast plan's
+    ({"induction_vocab": 12, "fast_induction": True}, "induction_vocab 0 or >= 16"),  # fewer words than a run holds
+    ({"induction_vocab": 20}, "induction_vocab 0 or >= 24"),
+    ({"induction_vocab": -1, "fast_induction": True}, "induction_vocab"),
+])
+def test_quickstart_refuses_induction_settings_it_cannot_run(fields, message):
+    from train.quickstart import QuickstartArguments
+
+    with pytest.raises(ValueError, match=message):
+        QuickstartArguments(**fields)
+    QuickstartArguments(induction_vocab=0, fast_induction=True)  # the fast plan's every-word start is fine
+
+
 def test_decision_drills_pair_every_value_with_the_letter_of_the_answer_that_states_it():
     import random
 
