@@ -21,7 +21,9 @@ STAGES = 7  # the quickstart's numbered steps, which the stages here report as
 # 6: steps as length-sorted micro-batches over the records in drawn order (session 26); 7: a fair tool coin;
 # Session 28 passes --bf16 false outright (TRL's SFTConfig defaults to bf16; the plain head's loss never ran under its
 # autocast, so the numbers are unchanged and the recipe stays 7) and adds the opt-in `fast` induction below.
-WARMUP_RECIPE = 7
+# 8 (session 29): every whole-word token in the induction vocabulary (the years were missing) and, on the fast path,
+# value-letter recall drills in the last induction stage and the warm-up.
+WARMUP_RECIPE = 8
 WARMUP_BATCH = 32
 INDUCTION_BATCH = 64
 INDUCTION_LENGTHS = (8, 24)  # the first two stages'; once the copy works on every word it extends to long runs fast
@@ -34,6 +36,10 @@ INDUCTION_LENGTHS_LONG = (8, 96)  # the last stage's and the warm-up's: the deci
 # Each SFT step runs as this many length-sorted micro-batches (sft_warmup --sort_within_steps): the same records and
 # loss per step, about a fifth less padding compute on records whose lengths vary two- to twelve-fold.
 MICRO_BATCHES = 2
+# The fast path's last induction stage and its warm-up: this share of the drills are value-letter recall drills (the
+# deciding copy laid out as text is), and that stage stops at this copy accuracy (session 29).
+RECALL_SHARE = 0.5
+RECALL_STOP = 0.98
 
 
 def stage(n: int, message: str, *args) -> None:
@@ -58,14 +64,28 @@ def decision_drill(world: ToyWorld, index: int, rng: random.Random, n: int = 8) 
                                                             f"{protocol.close_tag(protocol.THINK)}"}]}
 
 
+def letter_ids(tokenizer) -> list[int]:
+    """The answer letters (" A", " B") as the tiny tokenizer spells them: one token each, or an error."""
+    ids = [tokenizer.encode(f" {letter}", add_special_tokens=False) for letter in LETTERS]
+    if any(len(t) != 1 for t in ids):
+        raise ValueError("the tokenizer spells ' A' or ' B' in more than one token; the deciding copy needs them whole")
+    return [t[0] for t in ids]
+
+
 def induction_words(tokenizer, world: ToyWorld, vocab: int, seed: int) -> list[int]:
     """The token ids of `vocab` toy words (seeded draw), each a single token of the tiny judge's tokenizer; `vocab`
-    0: every toy word and the answer letters (" A", " B"), which the deciding step copies."""
+    0: every word the judge may copy (the toy world's names and values, the tokenizer's whole-word tokens, years
+    included) and the answer letters (" A", " B"), which the deciding step copies. Until session 29 the years were
+    missing: they are not in the world's vocabulary text, and a value the drills never showed was copied no better
+    than a coin (bench/RESULTS.md)."""
     words = sorted(set(world.vocabulary_text().split()))
     ids = sorted({i for i in tokenizer.convert_tokens_to_ids(words) if i is not None and i != tokenizer.unk_token_id})
     if not vocab:
-        letters = [tokenizer.encode(f" {letter}", add_special_tokens=False) for letter in LETTERS]
-        return ids + [t[0] for t in letters if len(t) == 1 and t[0] not in ids]
+        special = set(tokenizer.all_special_ids)
+        whole = {i for token, i in tokenizer.get_added_vocab().items()
+                 if i not in special and not token.startswith("<") and token.strip() == token and token}
+        ids = sorted(set(ids) | whole)
+        return ids + [t for t in letter_ids(tokenizer) if t not in ids]
     if len(ids) < vocab:
         raise ValueError(f"the tokenizer has {len(ids)} toy words as tokens, fewer than induction_vocab={vocab}")
     return random.Random(f"quickstart:induction-words:{seed}").sample(ids, vocab)
@@ -81,16 +101,67 @@ def induction_drill(words: Sequence[int], rng: random.Random, lengths: tuple[int
     return {"input_ids": seq + seq, "completion_mask": [0] * (len(seq) + 1) + [1] * (len(seq) - 1)}
 
 
+def letter_recall_drill(values: Sequence[int], letters: Sequence[int], space: int, rng: random.Random) -> dict:
+    """A tokenized drill (no chat template) of the deciding copy as the compact prompt lays it out: 2-8 distinct
+    values each followed by a letter (a space token before most values and a few other words between the pairs, as in
+    "[A] It was published in 2016 A"), then 4-8 of those values again in random order, each trained on the letter that
+    followed it. Plain `induction_drill`s have no space tokens and repeat a whole run; a judge that learned only
+    those copied a letter after a spaced value no better than a coin (session 29: 0.52 on decision drills) and,
+    with these in the last induction stage, at 0.92 before any warm-up (bench/RESULTS.md)."""
+    n = rng.randint(2, 8)
+    pairs = [(value, rng.choice(letters)) for value in rng.sample(list(values), n)]
+    ids: list[int] = []
+    mask: list[int] = []
+    for value, letter in pairs:
+        for _ in range(rng.randint(0, 3)):
+            ids += [rng.choice(values), space]
+            mask += [0, 0]
+        if rng.random() < 0.8:
+            ids.append(space)
+            mask.append(0)
+        ids += [value, letter]
+        mask += [0, 0]
+    for _ in range(rng.randint(4, 8)):
+        value, letter = rng.choice(pairs)
+        if rng.random() < 0.5:
+            ids.append(space)
+            mask.append(0)
+        ids += [value, letter]
+        mask += [0, 1]
+    return {"input_ids": ids, "completion_mask": mask}
+
+
+class _Drills:
+    """Draws the induction stages' and the warm-up's tokenized drills: plain runs of `lengths`, and with `recall` a
+    share that are `letter_recall_drill`s."""
+
+    def __init__(self, tokenizer, words: Sequence[int], lengths: tuple[int, int], recall: float = 0.0):
+        self.words, self.lengths, self.recall = list(words), lengths, recall
+        if recall:
+            self.letters = letter_ids(tokenizer)
+            self.values = [w for w in self.words if w not in self.letters]
+            self.space = tokenizer.convert_tokens_to_ids("\u0120")  # the byte-level BPE's space token
+            if self.space is None or self.space == tokenizer.unk_token_id:
+                raise ValueError("the tokenizer has no single space token for letter-recall drills")
+
+    def __call__(self, rng: random.Random) -> dict:
+        if self.recall and rng.random() < self.recall:
+            return letter_recall_drill(self.values, self.letters, self.space, rng)
+        return induction_drill(self.words, rng, self.lengths)
+
+
 def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, random_tool: bool = False,
                  copy_share: float = 0.0, domains: Sequence[str] = DOMAINS, decision_share: float = 0.0,
-                 induction_share: float = 0.0, induction_ids: Sequence[int] = ()) -> list[dict]:
+                 induction_share: float = 0.0, induction_ids: Sequence[int] = (),
+                 drills: _Drills | None = None) -> list[dict]:
     """`n` SFT records (prompt, completion) of compact gold trajectories over short train pairs, a `recombined_share`
     of them about freshly drawn facts; `random_tool` puts a seeded coin's tool in every record (an SFT start whose
     tool choice is uninformed, for bench/learning_proof.py's stage A). A `copy_share` of the records are instead
     "repeat these words" drills over the world's names and values, from a random word on (every target a copy:
     dense signal for the induction circuit a tiny model needs before it can copy a name into a query or the letter
-    that follows a value), a `decision_share` are `decision_drill`s and an `induction_share` are `induction_drill`s over
-    `induction_ids`. Every record is drawn afresh, so a warm-up of `n` records sees none twice."""
+    that follows a value), a `decision_share` are `decision_drill`s and an `induction_share` are `induction_drill`s
+    over `induction_ids` (or drawn by `drills`). Every record is drawn afresh, so a warm-up of `n` records sees none
+    twice."""
     rng = random.Random(f"quickstart:gold:{seed}")
     words = sorted(set(world.vocabulary_text().split()))
     tools = sorted(set(protocol.GOLD_TOOL.values()))  # a fair coin (until recipe 7 it listed WIKI twice: 2 in 3)
@@ -109,7 +180,7 @@ def gold_records(world: ToyWorld, n: int, recombined_share: float, seed: int, ra
             records.append(decision_drill(world, rng.randrange(10**9), rng))
             continue
         if draw < copy_share + decision_share + induction_share:
-            records.append(induction_drill(induction_ids, rng, INDUCTION_LENGTHS_LONG))
+            records.append(drills(rng) if drills else induction_drill(induction_ids, rng, INDUCTION_LENGTHS_LONG))
             continue
         ex = world.example(i, "train", domains, "recombined" if rng.random() < recombined_share else "short")
         tool = rng.choice(tools) if random_tool else None
@@ -158,24 +229,27 @@ def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, lea
 
 def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int,
                     lengths: tuple[int, int] = INDUCTION_LENGTHS, learning_rate: float = 3e-3,
-                    stop_at_accuracy: float = 0.95, ramp: int = 0) -> Path:
-    """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters) of `lengths`,
-    a constant learning rate from `base` (after a linear ramp over `ramp` steps, when > 0); it stops once the logged
-    copy accuracy reaches `stop_at_accuracy` (0: runs every step). The circuit forms in a sudden drop after a plateau
-    whose length varies with the seed (bench/RESULTS.md): hence a stop on accuracy rather than a fixed count."""
+                    stop_at_accuracy: float = 0.95, ramp: int = 0, recall: float = 0.0) -> Path:
+    """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters) of `lengths`
+    (a `recall` share of them `letter_recall_drill`s instead), a constant learning rate from `base` (after a linear
+    ramp over `ramp` steps, when > 0); it stops once the logged copy accuracy reaches `stop_at_accuracy` (0: runs
+    every step). The circuit forms in a sudden drop after a plateau whose length varies with the seed
+    (bench/RESULTS.md): hence a stop on accuracy rather than a fixed count."""
     from transformers import AutoTokenizer
 
-    words = induction_words(AutoTokenizer.from_pretrained(base), world, vocab, seed)
-    rng = random.Random(f"quickstart:induction:{seed}:{vocab}:{lengths}")
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    draw = _Drills(tokenizer, induction_words(tokenizer, world, vocab, seed), lengths, recall)
+    rng = random.Random(f"quickstart:induction:{seed}:{vocab}:{lengths}" + (f":{recall}" if recall else ""))
     # at most 1,000 batches of distinct drills, cycled (random runs: a repeat teaches nothing to memorise), so the
     # stage does not write and tokenise records for steps its accuracy stop will skip
-    records = (induction_drill(words, rng, lengths) for _ in range(min(steps, 1000) * INDUCTION_BATCH))
+    records = (draw(rng) for _ in range(min(steps, 1000) * INDUCTION_BATCH))
     # 'constant' ignores warmup_steps: the measured recipe's stages never ramped (until session 28 this passed a
     # ramp that had no effect, and the want below recorded one for the later stages)
     return _sft(records, base, out, {"induction_vocab": vocab, "lengths": list(lengths),
-                                     **({"ramp": ramp} if ramp else {})},
+                                     **({"ramp": ramp} if ramp else {}), **({"recall": recall} if recall else {})},
                 steps, INDUCTION_BATCH, learning_rate, "constant_with_warmup" if ramp else "constant", seed,
-                f"induction stage of the tiny judge ({vocab or 'all'} words, runs of {lengths[0]}-{lengths[1]})",
+                f"induction stage of the tiny judge ({vocab or 'all'} words, runs of {lengths[0]}-{lengths[1]}"
+                + (f", {recall:.0%} value-letter recall drills)" if recall else ")"),
                 stop_at_accuracy, warmup_steps=ramp)
 
 
@@ -190,31 +264,38 @@ def induction_stages(world: ToyWorld, base: Path, out: Path, steps: int, vocab: 
     350-400 steps and the long runs in 100 more, where the default took thousands; but on seed 0 the warm-up after
     that fast start did not decide (accuracy 0.06, ties 0.91: bench/RESULTS.md), so it is not the default."""
     if fast:
-        plan = [(vocab, INDUCTION_LENGTHS_FIRST, FIRST_RAMP), *([(0, INDUCTION_LENGTHS, 75)] if vocab else []),
-                (0, INDUCTION_LENGTHS_LONG, 75)]
+        plan = [(vocab, INDUCTION_LENGTHS_FIRST, FIRST_RAMP, 0.0, 0.95),
+                *([(0, INDUCTION_LENGTHS, 75, 0.0, 0.95)] if vocab else []),
+                (0, INDUCTION_LENGTHS_LONG, 75, RECALL_SHARE, RECALL_STOP)]
     else:
-        plan = [(vocab, INDUCTION_LENGTHS, 0), (0, INDUCTION_LENGTHS, 0), (0, INDUCTION_LENGTHS_LONG, 0)]
-    for n, (words, lengths, ramp) in enumerate(plan, start=1):
-        base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), steps, words, seed, lengths, ramp=ramp)
+        plan = [(vocab, INDUCTION_LENGTHS, 0, 0.0, 0.95), (0, INDUCTION_LENGTHS, 0, 0.0, 0.95),
+                (0, INDUCTION_LENGTHS_LONG, 0, 0.0, 0.95)]
+    for n, (words, lengths, ramp, recall, stop) in enumerate(plan, start=1):
+        base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), steps, words, seed, lengths,
+                               stop_at_accuracy=stop, ramp=ramp, recall=recall)
     return base
 
 
 def warm_up(world: ToyWorld, base: Path, out: Path, steps: int, learning_rate: float, recombined_share: float,
             seed: int, random_tool: bool = False, copy_share: float = 0.0, domains: Sequence[str] = DOMAINS,
-            decision_share: float = 0.0, induction_share: float = 0.0, decay_steps: int = 0) -> Path:
+            decision_share: float = 0.0, induction_share: float = 0.0, decay_steps: int = 0,
+            recall: float = 0.0) -> Path:
     """SFT warm-up (train/sft_warmup.py, batch 32) of `base` on `steps` x 32 fresh `gold_records`: cosine, or with
-    `decay_steps` the peak rate held and then decayed over the last `decay_steps`."""
-    ids: list[int] = []
+    `decay_steps` the peak rate held and then decayed over the last `decay_steps`. A `recall` share of the induction
+    drills are `letter_recall_drill`s."""
+    drills = None
     if induction_share:
         from transformers import AutoTokenizer
 
-        ids = induction_words(AutoTokenizer.from_pretrained(base), world, 0, seed)
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        drills = _Drills(tokenizer, induction_words(tokenizer, world, 0, seed), INDUCTION_LENGTHS_LONG, recall)
     records = gold_records(world, steps * WARMUP_BATCH, recombined_share, seed, random_tool, copy_share, domains,
-                           decision_share, induction_share, ids)
+                           decision_share, induction_share, drills=drills)
     want = {"recombined_share": recombined_share, "random_tool": random_tool,
             **({"copy_share": copy_share} if copy_share else {}),
             **({"decision_share": decision_share} if decision_share else {}),
             **({"induction_share": induction_share} if induction_share else {}),
+            **({"recall": recall} if recall and induction_share else {}),
             **({"decay_steps": decay_steps} if decay_steps else {}),
             **({"domains": list(domains)} if tuple(domains) != DOMAINS else {})}
     return _sft(records, base, out, want, steps, WARMUP_BATCH, learning_rate, "cosine", seed,

@@ -28,7 +28,7 @@ from openrm.toyworld import ToyWorld, WorldSize, write_dataset
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
-from train.curriculum import INDUCTION_LENGTHS, INDUCTION_LENGTHS_FIRST, induction_stages, stage, warm_up
+from train.curriculum import INDUCTION_LENGTHS, INDUCTION_LENGTHS_FIRST, RECALL_SHARE, induction_stages, stage, warm_up
 
 logger = logging.getLogger("openrm.quickstart")
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,7 +246,8 @@ def main(args: QuickstartArguments) -> dict:
                                 args.seed, fast=args.fast_induction)
     warm = warm_up(world, tiny, out / "tiny-judge-sft", args.sft_steps, args.sft_learning_rate,
                    args.recombined_share, args.seed, copy_share=args.copy_share, decision_share=args.decision_share,
-                   induction_share=args.induction_share, decay_steps=min(args.sft_decay_steps, args.sft_steps))
+                   induction_share=args.induction_share, decay_steps=min(args.sft_decay_steps, args.sft_steps),
+                   recall=RECALL_SHARE if args.fast_induction else 0.0)
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps)
     from train import export_judge
 

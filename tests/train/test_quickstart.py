@@ -266,3 +266,48 @@ def test_curriculum_stages_say_float32_and_fast_induction_ramps(tmp_path, monkey
     assert lengths == {"default": [[8, 24], [8, 24], [8, 96]], "fast": [[8, 16], [8, 96]],
                        "subset": [[8, 16], [8, 24], [8, 96]]}
     assert schedulers[8] == ("warmup_stable_decay", 2)
+
+
+def test_letter_recall_drills_train_the_letter_after_a_spaced_value_and_every_value_is_drilled(tmp_path):
+    """The deciding copy as the compact prompt lays it out ("in 2016 A" ... "<think>2016 A"): a space token before
+    the value, other words between pairs, queries in random order. The drills train only the letters, and each
+    letter is the one that followed its value. Every word the judge may copy is drilled, years included (until
+    session 29 they were not, and the judge copied the letter after a year no better than a coin)."""
+    import random
+
+    from transformers import AutoTokenizer
+
+    from openrm.tiny import TinyConfig, build
+    from train.curriculum import _Drills, induction_words, letter_ids, letter_recall_drill
+
+    world = ToyWorld(0)
+    tok = AutoTokenizer.from_pretrained(build(tmp_path / "tiny", TinyConfig.whole_word(0, 32, 1)))
+    words, letters = induction_words(tok, world, 0, seed=0), letter_ids(tok)
+    assert set(letters) <= set(words) and len(set(words)) == len(words)
+    for value in ("2016", "1183", "916", "mathematician"):  # years are copied too
+        (token,) = tok.encode(value, add_special_tokens=False)
+        assert token in words
+    assert not {i for i in words if tok.convert_ids_to_tokens(i).startswith("<")}  # no tags, no special tokens
+    space = tok.convert_tokens_to_ids("\u0120")
+    assert tok.encode("in 2016 A", add_special_tokens=False)[1] == space  # the layout the drill copies
+    values = [w for w in words if w not in letters]
+    rng = random.Random(0)
+    spaced = queries = 0
+    for _ in range(100):
+        drill = letter_recall_drill(values, letters, space, rng)
+        ids, mask = drill["input_ids"], drill["completion_mask"]
+        assert len(ids) == len(mask) and 4 <= sum(mask) <= 8
+        first_seen = {}
+        for i, (token, trained) in enumerate(zip(ids, mask, strict=True)):
+            if trained:
+                value = ids[i - 1]
+                assert token in letters and value in first_seen and first_seen[value] == token
+            elif token in letters and ids[i - 1] not in first_seen:
+                first_seen[ids[i - 1]] = token
+        spaced += sum(ids[i - 2] == space for i, m in enumerate(mask) if m)
+        queries += sum(mask)
+    assert 0.35 < spaced / queries < 0.65  # a query value is preceded by a space about half the time
+    draw = _Drills(tok, words, (8, 96), recall=0.5)
+    kinds = [("letter" if set(d["input_ids"]) & set(letters) and space in d["input_ids"] else "run")
+             for d in (draw(rng) for _ in range(400))]
+    assert 150 <= kinds.count("letter") <= 250
