@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 from openrm.tiny import TinyConfig  # noqa: E402
 from openrm.toyworld import ToyWorld, write_dataset  # noqa: E402
 from retrieval.manifest import file_sha256  # noqa: E402
-from train.curriculum import induction_stages, warm_up  # noqa: E402
+from train.curriculum import RECALL_SHARE, induction_stages, warm_up  # noqa: E402
 from train.quickstart import QuickstartArguments, evaluate, grpo, tiny_model, toy_indexes  # noqa: E402
 
 logger = logging.getLogger("learning_proof")
@@ -125,7 +125,8 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
                   + ("" if len(args.domains) == 3 else "-" + "-".join(args.domains)))
         start = warm_up(world, base, args.out / folder, args.sft_steps, args.sft_lr, args.recombined, start_seed,
                         random_tool=stage_a, copy_share=args.copy, domains=args.domains, decision_share=args.decide,
-                        induction_share=args.induct_share, decay_steps=min(args.sft_decay, args.sft_steps))
+                        induction_share=args.induct_share, decay_steps=min(args.sft_decay, args.sft_steps),
+                        recall=RECALL_SHARE if args.fast_induction else 0.0)
         runs[f"sft/s{seed}"] = judged(start, indexes, test, sampled=stage_a)
         if not stage_a:
             runs[f"sft/s{seed}"]["no_search_accuracy"] = measured(start, None, test)["accuracy"]

@@ -21,8 +21,8 @@ STAGES = 7  # the quickstart's numbered steps, which the stages here report as
 # 6: steps as length-sorted micro-batches over the records in drawn order (session 26); 7: a fair tool coin;
 # Session 28 passes --bf16 false outright (TRL's SFTConfig defaults to bf16; the plain head's loss never ran under its
 # autocast, so the numbers are unchanged and the recipe stays 7) and adds the opt-in `fast` induction below.
-# 8 (session 29): every whole-word token in the induction vocabulary (the years were missing) and, on the fast path,
-# value-letter recall drills in the last induction stage and the warm-up.
+# 8 (session 29): on the fast path, every whole-word token in the induction vocabulary (the years were missing) and
+# value-letter recall drills in the last induction stage and the warm-up; the measured (constant) path is unchanged.
 WARMUP_RECIPE = 8
 WARMUP_BATCH = 32
 INDUCTION_BATCH = 64
@@ -72,19 +72,20 @@ def letter_ids(tokenizer) -> list[int]:
     return [t[0] for t in ids]
 
 
-def induction_words(tokenizer, world: ToyWorld, vocab: int, seed: int) -> list[int]:
+def induction_words(tokenizer, world: ToyWorld, vocab: int, seed: int, every_token: bool = False) -> list[int]:
     """The token ids of `vocab` toy words (seeded draw), each a single token of the tiny judge's tokenizer; `vocab`
-    0: every word the judge may copy (the toy world's names and values, the tokenizer's whole-word tokens, years
-    included) and the answer letters (" A", " B"), which the deciding step copies. Until session 29 the years were
-    missing: they are not in the world's vocabulary text, and a value the drills never showed was copied no better
-    than a coin (bench/RESULTS.md)."""
+    0: every toy word and the answer letters (" A", " B"), which the deciding step copies. `every_token` (the fast
+    path, session 29): with `vocab` 0, also every other whole-word token of the tokenizer, the years among them. The
+    world's vocabulary text has no years, and the measured recipe never drilled them; a judge from the fast path
+    copied the letter after a year no better than a coin (bench/RESULTS.md)."""
     words = sorted(set(world.vocabulary_text().split()))
     ids = sorted({i for i in tokenizer.convert_tokens_to_ids(words) if i is not None and i != tokenizer.unk_token_id})
     if not vocab:
-        special = set(tokenizer.all_special_ids)
-        whole = {i for token, i in tokenizer.get_added_vocab().items()
-                 if i not in special and not token.startswith("<") and token.strip() == token and token}
-        ids = sorted(set(ids) | whole)
+        if every_token:
+            special = set(tokenizer.all_special_ids)
+            ids = sorted(set(ids) | {i for token, i in tokenizer.get_added_vocab().items()
+                                     if i not in special and token and not token.startswith("<")
+                                     and token.strip() == token})
         return ids + [t for t in letter_ids(tokenizer) if t not in ids]
     if len(ids) < vocab:
         raise ValueError(f"the tokenizer has {len(ids)} toy words as tokens, fewer than induction_vocab={vocab}")
@@ -229,16 +230,17 @@ def _sft(records, base: Path, out: Path, want: dict, steps: int, batch: int, lea
 
 def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: int, seed: int,
                     lengths: tuple[int, int] = INDUCTION_LENGTHS, learning_rate: float = 3e-3,
-                    stop_at_accuracy: float = 0.95, ramp: int = 0, recall: float = 0.0) -> Path:
+                    stop_at_accuracy: float = 0.95, ramp: int = 0, recall: float = 0.0,
+                    every_token: bool = False) -> Path:
     """Up to `steps` x 64 fresh `induction_drill`s over `vocab` toy words (0: all, and the letters) of `lengths`
-    (a `recall` share of them `letter_recall_drill`s instead), a constant learning rate from `base` (after a linear
-    ramp over `ramp` steps, when > 0); it stops once the logged copy accuracy reaches `stop_at_accuracy` (0: runs
-    every step). The circuit forms in a sudden drop after a plateau whose length varies with the seed
-    (bench/RESULTS.md): hence a stop on accuracy rather than a fixed count."""
+    (a `recall` share of them `letter_recall_drill`s instead; `every_token`: see `induction_words`), a constant
+    learning rate from `base` (after a linear ramp over `ramp` steps, when > 0); it stops once the logged copy
+    accuracy reaches `stop_at_accuracy` (0: runs every step). The circuit forms in a sudden drop after a plateau
+    whose length varies with the seed (bench/RESULTS.md): hence a stop on accuracy rather than a fixed count."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base)
-    draw = _Drills(tokenizer, induction_words(tokenizer, world, vocab, seed), lengths, recall)
+    draw = _Drills(tokenizer, induction_words(tokenizer, world, vocab, seed, every_token), lengths, recall)
     rng = random.Random(f"quickstart:induction:{seed}:{vocab}:{lengths}" + (f":{recall}" if recall else ""))
     # at most 1,000 batches of distinct drills, cycled (random runs: a repeat teaches nothing to memorise), so the
     # stage does not write and tokenise records for steps its accuracy stop will skip
@@ -246,7 +248,8 @@ def induction_stage(world: ToyWorld, base: Path, out: Path, steps: int, vocab: i
     # 'constant' ignores warmup_steps: the measured recipe's stages never ramped (until session 28 this passed a
     # ramp that had no effect, and the want below recorded one for the later stages)
     return _sft(records, base, out, {"induction_vocab": vocab, "lengths": list(lengths),
-                                     **({"ramp": ramp} if ramp else {}), **({"recall": recall} if recall else {})},
+                                     **({"ramp": ramp} if ramp else {}), **({"recall": recall} if recall else {}),
+                                     **({"every_token": True} if every_token else {})},
                 steps, INDUCTION_BATCH, learning_rate, "constant_with_warmup" if ramp else "constant", seed,
                 f"induction stage of the tiny judge ({vocab or 'all'} words, runs of {lengths[0]}-{lengths[1]}"
                 + (f", {recall:.0%} value-letter recall drills)" if recall else ")"),
@@ -272,7 +275,7 @@ def induction_stages(world: ToyWorld, base: Path, out: Path, steps: int, vocab: 
                 (0, INDUCTION_LENGTHS_LONG, 0, 0.0, 0.95)]
     for n, (words, lengths, ramp, recall, stop) in enumerate(plan, start=1):
         base = induction_stage(world, base, out.with_name(f"{out.name}-{n}"), steps, words, seed, lengths,
-                               stop_at_accuracy=stop, ramp=ramp, recall=recall)
+                               stop_at_accuracy=stop, ramp=ramp, recall=recall, every_token=fast)
     return base
 
 
@@ -282,13 +285,14 @@ def warm_up(world: ToyWorld, base: Path, out: Path, steps: int, learning_rate: f
             recall: float = 0.0) -> Path:
     """SFT warm-up (train/sft_warmup.py, batch 32) of `base` on `steps` x 32 fresh `gold_records`: cosine, or with
     `decay_steps` the peak rate held and then decayed over the last `decay_steps`. A `recall` share of the induction
-    drills are `letter_recall_drill`s."""
+    drills are `letter_recall_drill`s (and then they draw from every whole-word token, as the fast path does)."""
     drills = None
     if induction_share:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(base)
-        drills = _Drills(tokenizer, induction_words(tokenizer, world, 0, seed), INDUCTION_LENGTHS_LONG, recall)
+        drills = _Drills(tokenizer, induction_words(tokenizer, world, 0, seed, every_token=bool(recall)),
+                         INDUCTION_LENGTHS_LONG, recall)
     records = gold_records(world, steps * WARMUP_BATCH, recombined_share, seed, random_tool, copy_share, domains,
                            decision_share, induction_share, drills=drills)
     want = {"recombined_share": recombined_share, "random_tool": random_tool,

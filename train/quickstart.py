@@ -57,17 +57,19 @@ class QuickstartArguments:
         "help": "Share of warm-up records that are 'repeat these words' drills (they grow the copying circuit)."})
     decision_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that drill the deciding step alone (curriculum.decision_drill)."})
-    induction_steps: int = field(default=6000, metadata={
-        "help": "Most steps of each induction stage before the warm-up (batch 64 of `induction_drill`s: over "
-                "`induction_vocab` words, then every word, then longer runs; each stops once its copy accuracy "
-                "reaches 0.95; 0 = none)."})
-    induction_vocab: int = field(default=128, metadata={
-        "help": "How many toy words the first induction stage draws from (few: the circuit forms sooner); 0 = every "
-                "word (with fast_induction only: then there is no separate every-word stage)."})
-    fast_induction: bool = field(default=False, metadata={
-        "help": "Session 28's opt-in induction (curriculum.induction_stages): a rate ramp and shorter first runs; "
-                "with induction_vocab 0 the copy forms in ~500 steps in all, but on seed 0 the warm-up after it did "
-                "not decide (bench/RESULTS.md), so it is not the default."})
+    induction_steps: int = field(default=1500, metadata={
+        "help": "Most steps of each induction stage before the warm-up (batch 64 of drills; each stops at its copy "
+                "accuracy: 0.95, and 0.98 for the last stage of the fast path; 0 = none). The fast path stopped at "
+                "450-750 and 100-1,500 steps on seeds 0-1 (bench/RESULTS.md, session 29); the measured constant-rate "
+                "path needs up to 6000."})
+    induction_vocab: int = field(default=0, metadata={
+        "help": "How many toy words the first induction stage draws from; 0 = every word (the fast path; with "
+                "--fast_induction false, 128 words first, as session 27 measured)."})
+    fast_induction: bool = field(default=True, metadata={
+        "help": "The induction of session 29 (curriculum.induction_stages): every word from the start with a rate "
+                "ramp, then long runs mixed with value-letter recall drills (the deciding copy laid out as the "
+                "prompt lays it out), and those drills in the warm-up too. false: session 27's constant-rate stages "
+                "(--induction_vocab 128 --induction_steps 6000; 39 min on a fresh clone)."})
     induction_share: float = field(default=0.2, metadata={
         "help": "Share of warm-up records that are induction drills (so the warm-up keeps the circuit)."})
     grpo_steps: int = field(default=20, metadata={"help": "GRPO steps (configs/grpo_openrm/tiny_cpu.yaml)."})
@@ -89,7 +91,8 @@ class QuickstartArguments:
         if self.induction_steps < 0 or self.induction_vocab < 0 or 0 < self.induction_vocab < least:
             raise ValueError(f"induction_steps must be >= 0 and induction_vocab 0 or >= {least}")
         if self.induction_vocab == 0 and not self.fast_induction:
-            raise ValueError("induction_vocab 0 (every word from the start) needs fast_induction")
+            raise ValueError("induction_vocab 0 (every word from the start) needs fast_induction; session 27's "
+                             "constant-rate path: --fast_induction false --induction_vocab 128 --induction_steps 6000")
 
     def tiny_config(self) -> TinyConfig:
         return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers, self.head_dim)

@@ -282,11 +282,12 @@ def test_letter_recall_drills_train_the_letter_after_a_spaced_value_and_every_va
 
     world = ToyWorld(0)
     tok = AutoTokenizer.from_pretrained(build(tmp_path / "tiny", TinyConfig.whole_word(0, 32, 1)))
-    words, letters = induction_words(tok, world, 0, seed=0), letter_ids(tok)
-    assert set(letters) <= set(words) and len(set(words)) == len(words)
+    words, letters = induction_words(tok, world, 0, seed=0, every_token=True), letter_ids(tok)
+    measured = induction_words(tok, world, 0, seed=0)  # the measured (constant-rate) recipe's: toy words only
+    assert set(letters) <= set(words) and len(set(words)) == len(words) and set(measured) < set(words)
     for value in ("2016", "1183", "916", "mathematician"):  # years are copied too
         (token,) = tok.encode(value, add_special_tokens=False)
-        assert token in words
+        assert token in words and (token in measured) == (value == "mathematician")
     assert not {i for i in words if tok.convert_ids_to_tokens(i).startswith("<")}  # no tags, no special tokens
     space = tok.convert_tokens_to_ids("\u0120")
     assert tok.encode("in 2016 A", add_special_tokens=False)[1] == space  # the layout the drill copies
