@@ -185,15 +185,20 @@ def main() -> None:
     parser.add_argument("--recombined", type=float, default=0.5, help="share of warm-up records with a fresh fact")
     parser.add_argument("--copy", type=float, default=0.15, help="share of warm-up records that are copy drills")
     parser.add_argument("--decide", type=float, default=0.2, help="share of warm-up records that are decision drills")
-    parser.add_argument("--induct-steps", type=int, default=6000,
-                        help="most steps of each induction stage before the warm-up (0 = none)")
+    parser.add_argument("--induct-steps", type=int, default=None,
+                        help="most steps of each induction stage before the warm-up (0 = none); default: 1500, "
+                             "6000 with --constant-induction")
     parser.add_argument("--induct-share", type=float, default=0.2, help="share of warm-up records that are "
                                                                          "induction drills")
-    parser.add_argument("--induct-vocab", type=int, default=128,
-                        help="toy words of the first induction stage (0: every word, with --fast-induction)")
-    parser.add_argument("--fast-induction", action="store_true",
-                        help="session 28's opt-in induction: a rate ramp, runs of 8-16 first "
-                             "(curriculum.induction_stages)")
+    parser.add_argument("--induct-vocab", type=int, default=None,
+                        help="toy words of the first induction stage; default: 0 (every word), 128 with "
+                             "--constant-induction")
+    parser.add_argument("--constant-induction", dest="fast_induction", action="store_false",
+                        help="session 27's constant-rate induction stages (128 words, every word, long runs), the "
+                             "recipe of the stage A table and of stage B before session 29; default: the "
+                             "quickstart's (a ramp, every word, then long runs with value-letter recall drills)")
+    parser.add_argument("--fast-induction", dest="fast_induction", action="store_true",
+                        help="the default (kept so older commands still parse)")
     parser.add_argument("--shared-start", action="store_true",
                         help="one model and warm-up (the first seed's) for every seed; seeds then vary GRPO only")
     parser.add_argument("--grpo-steps", type=int, default=None,
@@ -208,6 +213,10 @@ def main() -> None:
                         help="GRPO learning rate (constant); default: 1e-3 in stage A (the tool choice starts at a "
                              "coin), the quickstart's configs/grpo_openrm/tiny_cpu.yaml in stage B")
     args = parser.parse_args()
+    if args.induct_steps is None:
+        args.induct_steps = 1500 if args.fast_induction else 6000
+    if args.induct_vocab is None:
+        args.induct_vocab = 0 if args.fast_induction else 128
     if args.grpo_lr is None and args.stage == "a":
         args.grpo_lr = 1e-3
     if args.domains is None:  # with medical, WIKI is gold 2 times in 3 and GRPO first collapses onto it (RESULTS)

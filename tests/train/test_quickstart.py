@@ -26,13 +26,17 @@ def test_quickstart_runs_the_whole_slice_and_reuses_stages(tmp_path):
     assert {r["meta"]["style"] for r in train} == {"short"}
     assert len((tmp_path / "data" / "train.jsonl").read_text().splitlines()) == 40
     assert json.loads((tmp_path / "grpo" / "openrm_run.json").read_text())["global_step"] == 2
-    # the copy on few words, then on every word and letter, then on long runs; each stage starts from the last
-    stages = [json.loads((tmp_path / f"tiny-judge-induction-{n}" / "warmup.json").read_text()) for n in (1, 2, 3)]
-    assert [(st["steps"], st["batch"], st["induction_vocab"], st["lengths"]) for st in stages] == [
-        (3, 64, 128, [8, 24]), (3, 64, 0, [8, 24]), (3, 64, 0, [8, 96])]
-    assert stages[1]["base_warmup"] == stages[0] and stages[2]["base_warmup"] == stages[1]
+    # the default (session 29): the copy on every word with a ramp, then long runs mixed with value-letter recall
+    # drills; each stage starts from the last, and the warm-up mixes the recall drills in too
+    stages = [json.loads((tmp_path / f"tiny-judge-induction-{n}" / "warmup.json").read_text()) for n in (1, 2)]
+    assert not (tmp_path / "tiny-judge-induction-3").exists()
+    assert [(st["steps"], st["batch"], st["induction_vocab"], st["lengths"], st["ramp"], st.get("recall"),
+             st["stop_at_accuracy"], st["every_token"]) for st in stages] == [
+        (3, 64, 0, [8, 16], 300, None, 0.95, True), (3, 64, 0, [8, 96], 75, 0.5, 0.98, True)]
+    assert stages[1]["base_warmup"] == stages[0]
     warm = json.loads((tmp_path / "tiny-judge-sft" / "warmup.json").read_text())
-    assert warm["base"] == str(tmp_path / "tiny-judge-induction-3") and warm["base_warmup"] == stages[2]
+    assert warm["base"] == str(tmp_path / "tiny-judge-induction-2") and warm["base_warmup"] == stages[1]
+    assert warm["recall"] == 0.5 and warm["recipe"] == 8
     assert warm["decay_steps"] == 4  # the default 500 steps of decay, capped at the warm-up's 4 steps
     assert (tmp_path / "judge" / "judge_card.json").is_file()
     table = json.loads((tmp_path / "results.json").read_text())
@@ -58,9 +62,9 @@ def test_quickstart_rejects_bad_arguments(tmp_path):
 
 
 @pytest.mark.parametrize(("fields", "message"), [
-    ({"induction_vocab": 0}, "needs fast_induction"),  # every word first is only the fast plan's
-    ({"induction_vocab": 12, "fast_induction": True}, "induction_vocab 0 or >= 16"),  # fewer words than a run holds
-    ({"induction_vocab": 20}, "induction_vocab 0 or >= 24"),
+    ({"fast_induction": False}, "needs fast_induction"),  # every word first (the default) is only the fast plan's
+    ({"induction_vocab": 12}, "induction_vocab 0 or >= 16"),  # fewer words than a run holds
+    ({"induction_vocab": 20, "fast_induction": False}, "induction_vocab 0 or >= 24"),
     ({"induction_vocab": -1, "fast_induction": True}, "induction_vocab"),
 ])
 def test_quickstart_refuses_induction_settings_it_cannot_run(fields, message):
@@ -68,7 +72,8 @@ def test_quickstart_refuses_induction_settings_it_cannot_run(fields, message):
 
     with pytest.raises(ValueError, match=message):
         QuickstartArguments(**fields)
-    QuickstartArguments(induction_vocab=0, fast_induction=True)  # the fast plan's every-word start is fine
+    QuickstartArguments()  # the default: the fast plan with every word from the start
+    QuickstartArguments(fast_induction=False, induction_vocab=128, induction_steps=6000)  # session 27s path
 
 
 def test_decision_drills_pair_every_value_with_the_letter_of_the_answer_that_states_it():
@@ -265,6 +270,10 @@ def test_curriculum_stages_say_float32_and_fast_induction_ramps(tmp_path, monkey
                       for n in range(1, 4) if (tmp_path / f"{name}-{n}").exists()] for name in names}
     assert lengths == {"default": [[8, 24], [8, 24], [8, 96]], "fast": [[8, 16], [8, 96]],
                        "subset": [[8, 16], [8, 24], [8, 96]]}
+    # only the fast path's last stage mixes in value-letter recall drills, and stops at a higher copy accuracy
+    recall = {name: [json.loads((tmp_path / f"{name}-{n}" / "warmup.json").read_text()).get("recall")
+                     for n in range(1, 4) if (tmp_path / f"{name}-{n}").exists()] for name in names}
+    assert recall == {"default": [None] * 3, "fast": [None, 0.5], "subset": [None, None, 0.5]}
     assert schedulers[8] == ("warmup_stable_decay", 2)
 
 
