@@ -6,7 +6,8 @@ its reward asks, measured on held-out toy pairs over several seeds.
     .venv/bin/python bench/learning_proof.py --stage a --variants decoupled --tool-term per_call   # over-searching
 
 Both stages run the quickstart's recipe (train/quickstart.py: short single-fact pairs, one fact per passage with
-top-1 evidence, the compact prompt, a whole-word tokenizer, three induction stages, a warm-up that mixes pairs with
+top-1 evidence, the compact prompt, a whole-word tokenizer, induction stages (`--constant-induction`: session 27s
+three constant-rate ones), a warm-up that mixes pairs with
 freshly drawn facts and drills, GRPO with configs/grpo_openrm/tiny_cpu.yaml) and judge held-out pairs greedily in
 both orders. Each seed has its own tiny model, induction stages and warm-up (`--shared-start`: the first seed's).
 
@@ -114,11 +115,11 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict]) -> d
         start_seed = args.seeds[0] if args.shared_start else seed
         base = tiny_model(args.out / f"tiny-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}-w{WORLD_SEED}",
                           start_config(start_seed, args.hidden, args.layers, args.head_dim))
-        if args.induct_steps:  # as the quickstart: a few words first, then every word and letter, then long runs
-            base = induction_stages(world, base, args.out / f"induct-h{args.hidden}-l{args.layers}-d{args.head_dim}"
-                                    f"-s{start_seed}-{args.induct_steps}-v{args.induct_vocab}"
-                                    + ("-fast" if args.fast_induction else ""), args.induct_steps,
-                                    args.induct_vocab, start_seed, fast=args.fast_induction)
+        if args.induct_steps:  # as the quickstart (curriculum.induction_stages)
+            induct = (f"induct-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}-{args.induct_steps}"
+                      f"-v{args.induct_vocab}" + ("-fast" if args.fast_induction else ""))
+            base = induction_stages(world, base, args.out / induct, args.induct_steps, args.induct_vocab, start_seed,
+                                    fast=args.fast_induction)
         folder = (f"{args.stage}-sft-h{args.hidden}-l{args.layers}-d{args.head_dim}-s{start_seed}-{args.sft_steps}"
                   f"-c{args.copy}-d{args.decide}-i{args.induct_steps}-{args.induct_share}"
                   + (f"-wsd{args.sft_decay}" if args.sft_decay else "") + ("-fast" if args.fast_induction else "")

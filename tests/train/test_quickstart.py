@@ -321,3 +321,32 @@ def test_letter_recall_drills_train_the_letter_after_a_spaced_value_and_every_va
     kinds = [("letter" if set(d["input_ids"]) & set(letters) and space in d["input_ids"] else "run")
              for d in (draw(rng) for _ in range(400))]
     assert 150 <= kinds.count("letter") <= 250
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_learning_proof_runs_either_induction_into_its_own_folders(tmp_path, monkeypatch, fast):
+    """The proof's stage loop hands the quickstart's induction (or session 27's, --constant-induction) to the
+    curriculum and names the folders after it (session 28's fast path crashed here: Path + str)."""
+    import argparse
+    import importlib
+
+    proof = importlib.import_module("bench.learning_proof")
+    calls = {}
+    monkeypatch.setattr(proof, "tiny_model", lambda out, cfg: out)
+    monkeypatch.setattr(proof, "induction_stages", lambda world, base, out, steps, vocab, seed, fast: calls.update(
+        induct=(out.name, steps, vocab, fast)) or out)
+    monkeypatch.setattr(proof, "warm_up", lambda world, base, out, *a, **kw: calls.update(warm=(out.name, kw)) or out)
+    monkeypatch.setattr(proof, "judged", lambda *a, **kw: {"accuracy": 1.0})
+    monkeypatch.setattr(proof, "measured", lambda *a, **kw: {"accuracy": 0.0})
+    args = argparse.Namespace(stage="b", seeds=[1], shared_start=False, hidden=64, layers=4, head_dim=32,
+                              induct_steps=1500 if fast else 6000, induct_vocab=0 if fast else 128,
+                              fast_induction=fast, out=tmp_path, sft_steps=10, copy=0.15, decide=0.2,
+                              induct_share=0.2, sft_decay=5, domains=["wiki", "science", "medical"], sft_lr=3e-3,
+                              recombined=0.5, grpo_steps=0, variants=[])
+    runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [])
+    assert runs["sft/s1"] == {"accuracy": 1.0, "no_search_accuracy": 0.0}
+    name, steps, vocab, used_fast = calls["induct"]
+    assert used_fast is fast and name.endswith("-fast") is fast
+    assert (steps, vocab) == ((1500, 0) if fast else (6000, 128))
+    folder, kw = calls["warm"]
+    assert folder.endswith("-wsd5-fast") is fast and kw["recall"] == (0.5 if fast else 0.0)
