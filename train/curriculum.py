@@ -1,5 +1,6 @@
-"""The tiny judge's curriculum on CPU, before GRPO: induction stages (the content-matching copy the deciding step is),
-then an SFT warm-up on compact gold trajectories mixed with copy, decision and induction drills. train/quickstart.py
+"""The tiny judge's curriculum on CPU, before GRPO: induction stages (the content-matching copy the deciding step is,
+and on the fast path value-letter recall drills), then an SFT warm-up on compact gold trajectories mixed with copy,
+decision and induction drills. train/quickstart.py
 and bench/learning_proof.py run it; each stage is cached in its folder and redone only when its inputs change
 (bench/RESULTS.md, "Learning proof", says why each part is there)."""
 
@@ -20,7 +21,7 @@ STAGES = 7  # the quickstart's numbered steps, which the stages here report as
 # Bumped whenever the warm-up's data or settings change, so an older warm-up in the same --out is redone.
 # 6: steps as length-sorted micro-batches over the records in drawn order (session 26); 7: a fair tool coin;
 # Session 28 passes --bf16 false outright (TRL's SFTConfig defaults to bf16; the plain head's loss never ran under its
-# autocast, so the numbers are unchanged and the recipe stays 7) and adds the opt-in `fast` induction below.
+# autocast, so the numbers are unchanged and the recipe stays 7) and adds the `fast` induction below.
 # 8 (session 29): on the fast path, every whole-word token in the induction vocabulary (the years were missing) and
 # value-letter recall drills in the last induction stage and the warm-up; the measured (constant) path is unchanged.
 WARMUP_RECIPE = 8
@@ -262,10 +263,13 @@ def induction_stages(world: ToyWorld, base: Path, out: Path, steps: int, vocab: 
     96 words; folders `<out>-1`, `-2`, `-3`. Each stage runs until its copy accuracy stop, up to `steps` steps, at a
     constant rate: the every-word stage can have a plateau of its own (seed 1 of bench/learning_proof.py needed 3,150
     steps; until session 26 a 1,500-step cap cut it off at 0.91).
-    `fast` (session 28, opt-in): the first stage on runs of 8-16 words with its rate ramped over 300 steps, the later
-    ones over 75; with `vocab` 0 there is no separate every-word stage. Every word from the start formed the copy in
-    350-400 steps and the long runs in 100 more, where the default took thousands; but on seed 0 the warm-up after
-    that fast start did not decide (accuracy 0.06, ties 0.91: bench/RESULTS.md), so it is not the default."""
+    `fast` (the quickstart's default since session 29): every whole-word token (`induction_words(every_token=True)`),
+    the first stage on runs of 8-16 words with its rate ramped over 300 steps, the later ones over 75; with `vocab` 0
+    there is no separate every-word stage, and the last stage mixes in `letter_recall_drill`s and stops at a copy
+    accuracy of 0.98. Every word from the start formed the copy in 450-750 steps and the last stage took 100-1,500
+    more, where the constant-rate stages took thousands. Without the recall drills (session 28) the judge warmed up
+    from that start did not decide (accuracy 0.06, ties 0.91); with them, 0.96-1.00 after GRPO on seeds 0-3
+    (bench/RESULTS.md, session 29)."""
     if fast:
         plan = [(vocab, INDUCTION_LENGTHS_FIRST, FIRST_RAMP, 0.0, 0.95),
                 *([(0, INDUCTION_LENGTHS, 75, 0.0, 0.95)] if vocab else []),
