@@ -9,7 +9,9 @@ It runs the recipe that bench/learning_proof.py measured to learn on CPU (bench/
 pairs, one fact per passage, the compact prompt, a whole-word tokenizer, and a warm-up that mixes pairs whose fact
 is drawn afresh (only their own passage holds it), so that copying the evidence pays and memorising cannot. Before the
 warm-up, induction stages train the content-matching copy (`induction_stages`) that the deciding step is: a tiny
-judge does not discover it from judge records alone (bench/RESULTS.md, "Learning proof", session 24). The judge's
+judge does not discover it from judge records alone (bench/RESULTS.md, "Learning proof", session 24), and copies the
+letter after a value in the prompt only once value-letter recall drills laid out as text is have trained it (session
+29). The judge's
 run settings (prompt style, top-k, budgets) come from configs/grpo_openrm/tiny_cpu.yaml, for training and judging
 alike. A rerun reuses every finished stage and resumes an interrupted GRPO run.
 """
