@@ -350,3 +350,33 @@ def test_learning_proof_runs_either_induction_into_its_own_folders(tmp_path, mon
     assert (steps, vocab) == ((1500, 0) if fast else (6000, 128))
     folder, kw = calls["warm"]
     assert folder.endswith("-wsd5-fast") is fast and kw["recall"] == (0.5 if fast else 0.0)
+
+
+def test_recall_drills_refuse_a_tokenizer_that_cannot_spell_the_copy():
+    """A tokenizer that splits " A" (or has no single space token) cannot hold the deciding copy as one token after
+    another: the drills say so rather than train on a layout the judge never sees."""
+    from train.curriculum import _Drills, letter_ids
+
+    class Split:  # " A" in two tokens, as a BPE that never saw the letter alone would spell it
+        unk_token_id = 0
+
+        def encode(self, text, add_special_tokens=False):
+            return [5, 6] if text == " A" else [7]
+
+        def convert_tokens_to_ids(self, token):
+            return 9
+
+    with pytest.raises(ValueError, match="more than one token"):
+        letter_ids(Split())
+    assert _Drills(Split(), [1, 2, 3], (8, 16)).recall == 0.0  # without recall drills the letters are not needed
+
+    class NoSpace(Split):
+        def encode(self, text, add_special_tokens=False):
+            return [5] if text == " A" else [6]
+
+        def convert_tokens_to_ids(self, token):
+            return self.unk_token_id
+
+    assert letter_ids(NoSpace()) == [5, 6]
+    with pytest.raises(ValueError, match="no single space token"):
+        _Drills(NoSpace(), [1, 2, 3], (8, 16), recall=0.5)
