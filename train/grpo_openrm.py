@@ -108,9 +108,11 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     from trl import GRPOTrainer, get_peft_config
 
     from openrm.dataset import load_judge_examples, to_prompts
+    from openrm.models import resolve
     from openrm.tools import ToolBox
 
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
     examples = load_judge_examples(script_args.dataset, script_args.dataset_split)
     if script_args.max_examples:
         examples = examples.select(range(min(script_args.max_examples, len(examples))))
@@ -125,7 +127,7 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     reward = make_openrm_reward(script_args.reward, trajectory_log=_rank_path(script_args.trajectory_log))
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
-    return GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[reward], args=training_args,
+    return GRPOTrainer(model=model_path, reward_funcs=[reward], args=training_args,
                        train_dataset=train_dataset, processing_class=tokenizer,
                        peft_config=get_peft_config(model_args),
                        rollout_func=rollout_func)

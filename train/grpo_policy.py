@@ -185,6 +185,7 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
 
+    from openrm.models import resolve
     from openrm.rubrics.policy_reward import RubricScoreReward, check_rubric_column
     from openrm.rubrics.scorer_spec import build_scorer
     from openrm.tournament import Arena, TournamentReward
@@ -192,7 +193,8 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     from openrm.tournament.match_judge import build_group, build_pairwise
     from openrm.tournament.verifiers import AnswerMatch, FormatReward
 
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
     train_dataset = load_rows(script_args.dataset, script_args.dataset_split, script_args.max_examples)
     logger.info("training on %d prompts from %s", len(train_dataset), script_args.dataset)
 
@@ -226,7 +228,7 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     rollout_func = make_greedy_anchor_rollout(training_args.num_generations) if script_args.greedy_anchor else None
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
-    return GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=reward_funcs, args=training_args,
+    return GRPOTrainer(model=model_path, reward_funcs=reward_funcs, args=training_args,
                        train_dataset=train_dataset, processing_class=tokenizer,
                        peft_config=get_peft_config(model_args), rollout_func=rollout_func)
 

@@ -99,7 +99,10 @@ def build_trainer(script_args: RubricGeneratorArguments, training_args, model_ar
     from openrm.rubrics.scorer_spec import build_scorer
 
     rank, out = PartialState().process_index, Path(training_args.output_dir)
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    from openrm.models import resolve
+
+    model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
     train_dataset = training_rows(script_args)
     logger.info("training on %d triplets from %s", len(train_dataset), script_args.dataset)
 
@@ -109,7 +112,7 @@ def build_trainer(script_args: RubricGeneratorArguments, training_args, model_ar
                                    log_path=str(per_rank(out / "rubric_rewards.jsonl", rank)))
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
-    trainer = GRPOTrainer(model=model_args.model_name_or_path, reward_funcs=[reward], args=training_args,
+    trainer = GRPOTrainer(model=model_path, reward_funcs=[reward], args=training_args,
                           train_dataset=train_dataset, processing_class=tokenizer,
                           peft_config=get_peft_config(model_args))
     trainer.rubric_scorer = scorer  # closed by main()

@@ -1,104 +1,78 @@
-"""The main job on the embedded default, end to end on a laptop CPU in minutes, offline:
-toy world → bm25 indexes → tiny judge → induction stages → SFT warm-up on gold trajectories → GRPO with search →
-export → judge held-out toy pairs (before and after GRPO, with and without search) → a table and the training curves.
+"""The main job on the embedded default, end to end on a laptop CPU, offline: toy world → bm25 indexes → the
+packaged SmolLM2-135M-Instruct → zero-shot judging → SFT warm-up on gold trajectories whose tool is a fair coin →
+GRPO with live search → export → both-order judging of held-out pairs → a table and the training curves.
 
     make quickstart                       # = python -m train.quickstart --out runs/quickstart
-    python -m train.quickstart --config configs/quickstart/tiny.yaml
+    python -m train.quickstart --config configs/quickstart/smollm2.yaml
 
-It runs the recipe that bench/learning_proof.py measured to learn on CPU (bench/RESULTS.md): short single-fact
-pairs, one fact per passage, the compact prompt, a whole-word tokenizer, and a warm-up that mixes pairs whose fact
-is drawn afresh (only their own passage holds it), so that copying the evidence pays and memorising cannot. Before the
-warm-up, induction stages train the content-matching copy (`induction_stages`) that the deciding step is: a tiny
-judge does not discover it from judge records alone (bench/RESULTS.md, "Learning proof", session 24), and copies the
-letter after a value in the prompt only once value-letter recall drills laid out as text is have trained it (session
-29). The judge's
-run settings (prompt style, top-k, budgets) come from configs/grpo_openrm/tiny_cpu.yaml, for training and judging
-alike. A rerun reuses every finished stage and resumes an interrupted GRPO run.
+The toy world's facts are fictional, so a judge can only decide its pairs by searching. The warm-up teaches the
+protocol but draws each trajectory's tool by a coin, so it searches the wrong corpus about half the time and then
+guesses; GRPO (configs/grpo_openrm/smollm2_cpu.yaml, reward `composite`) pays for the right verdict and the right
+tool, and the table shows what it moved. A rerun reuses every finished stage and resumes an interrupted GRPO run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openrm.tiny import TinyConfig, built_from
-from openrm.tiny import build as build_tiny
-from openrm.toyworld import ToyWorld, WorldSize, write_dataset
+from openrm.toyworld import DOMAINS, ToyWorld, WorldSize, write_dataset
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
-from train.curriculum import INDUCTION_LENGTHS, INDUCTION_LENGTHS_FIRST, RECALL_SHARE, induction_stages, stage, warm_up
+from train.toy_warmup import WarmupPlan, warm_up
 
 logger = logging.getLogger("openrm.quickstart")
 ROOT = Path(__file__).resolve().parents[1]
-GRPO_CONFIG = ROOT / "configs/grpo_openrm/tiny_cpu.yaml"
+GRPO_CONFIG = ROOT / "configs/grpo_openrm/smollm2_cpu.yaml"
+STAGES = 8
+
+
+def stage(n: int, message: str, *args) -> None:
+    logger.info(f"[{n}/{STAGES}] {message}", *args)
 
 
 @dataclass
 class QuickstartArguments:
     out: str = field(default="runs/quickstart", metadata={"help": "Folder for every artefact of the run."})
-    seed: int = field(default=0, metadata={"help": "Seed of the toy world and of the tiny model's weights."})
-    n_train: int = field(default=4000, metadata={"help": "Training judge pairs (short style) to synthesise."})
+    seed: int = field(default=0, metadata={"help": "Seed of the toy world, the warm-up and GRPO."})
+    model: str = field(default="smollm2-135m-instruct", metadata={
+        "help": "The judge's base model: a packaged model's short name (python -m openrm.models list) or a folder."})
+    domains: list[str] = field(default_factory=lambda: ["wiki", "science"], metadata={
+        "help": "Toy domains of the pairs. wiki and science: WIKI and ARXIV are each the right tool for half of "
+                "them, so a coin-tool judge starts at a right-corpus share of 0.5."})
+    n_train: int = field(default=2000, metadata={"help": "Training judge pairs (short style) to synthesise."})
     n_test: int = field(default=200, metadata={"help": "Test judge pairs (about documents no train pair uses)."})
-    hidden_size: int = field(default=64, metadata={"help": "Width of the tiny judge."})
-    num_layers: int = field(default=4, metadata={"help": "Depth of the tiny judge."})
-    head_dim: int = field(default=32, metadata={"help": "Width of each attention head (heads = width / head_dim)."})
-    sft_steps: int = field(default=1500, metadata={"help": "SFT warm-up steps (batch 32, every record drawn afresh)."})
-    sft_learning_rate: float = field(default=3e-3, metadata={"help": "Peak SFT learning rate."})
-    sft_decay_steps: int = field(default=500, metadata={
-        "help": "The warm-up's learning rate stays at its peak, then falls over its last this many steps "
-                "(warmup_stable_decay; at most sft_steps); 0 = cosine over the whole warm-up. Measured on seed 0: "
-                "1,500 steps with 500 of decay judge as well as 2,000 cosine steps; 1,200 cosine steps do not "
-                "(bench/RESULTS.md)."})
-    recombined_share: float = field(default=0.5, metadata={
-        "help": "Share of warm-up records whose fact is drawn afresh (ToyWorld style 'recombined')."})
-    copy_share: float = field(default=0.15, metadata={
-        "help": "Share of warm-up records that are 'repeat these words' drills (they grow the copying circuit)."})
-    decision_share: float = field(default=0.2, metadata={
-        "help": "Share of warm-up records that drill the deciding step alone (curriculum.decision_drill)."})
-    induction_steps: int = field(default=1500, metadata={
-        "help": "Most steps of each induction stage before the warm-up (batch 64 of drills; each stops at its copy "
-                "accuracy: 0.95, and 0.98 for the last stage of the fast path; 0 = none). The fast path stopped at "
-                "450-750 and 100-1,500 steps on seeds 0-1 (bench/RESULTS.md, session 29); the measured constant-rate "
-                "path needs up to 6000."})
-    induction_vocab: int = field(default=0, metadata={
-        "help": "How many toy words the first induction stage draws from; 0 = every word (the fast path; with "
-                "--fast_induction false, 128 words first, as session 27 measured)."})
-    fast_induction: bool = field(default=True, metadata={
-        "help": "The induction of session 29 (curriculum.induction_stages): every word from the start with a rate "
-                "ramp, then long runs mixed with value-letter recall drills (the deciding copy laid out as the "
-                "prompt lays it out), and those drills in the warm-up too. false: session 27's constant-rate stages "
-                "(--induction_vocab 128 --induction_steps 6000; 39 min on a fresh clone)."})
-    induction_share: float = field(default=0.2, metadata={
-        "help": "Share of warm-up records that are induction drills (so the warm-up keeps the circuit)."})
-    grpo_steps: int = field(default=20, metadata={"help": "GRPO steps (configs/grpo_openrm/tiny_cpu.yaml)."})
     n_eval: int = field(default=100, metadata={"help": "Test pairs judged in both orders for the table."})
+    sft_steps: int = field(default=40, metadata={"help": "SFT warm-up steps."})
+    sft_batch: int = field(default=8, metadata={"help": "Gold trajectories per warm-up step (each drawn afresh)."})
+    sft_learning_rate: float = field(default=1e-4, metadata={"help": "Peak warm-up learning rate (cosine)."})
+    random_tool: bool = field(default=True, metadata={
+        "help": "Warm up on trajectories whose tool is a fair coin, leaving the tool choice to GRPO; false: the "
+                "gold tool (a warm-up that already chooses well leaves GRPO little to do)."})
+    grpo_steps: int = field(default=36, metadata={"help": "GRPO steps (2 prompts x 4 completions each)."})
+    grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
+    threads: int = field(default=0, metadata={
+        "help": "torch threads (0: one per core). Two torch jobs on the same cores slow each other 10x: run one."})
 
     def __post_init__(self) -> None:
-        if min(self.n_train, self.n_test, self.sft_steps, self.grpo_steps, self.n_eval) < 1:
-            raise ValueError("n_train, n_test, sft_steps, grpo_steps and n_eval must be >= 1")
-        if self.sft_decay_steps < 0:
-            raise ValueError(f"sft_decay_steps must be >= 0, got {self.sft_decay_steps}")
+        if min(self.n_train, self.n_test, self.sft_steps, self.sft_batch, self.grpo_steps, self.n_eval) < 1:
+            raise ValueError("n_train, n_test, sft_steps, sft_batch, grpo_steps and n_eval must be >= 1")
         if self.n_eval > self.n_test:
             raise ValueError(f"n_eval ({self.n_eval}) cannot exceed n_test ({self.n_test})")
-        if not 0.0 <= self.recombined_share <= 1.0:
-            raise ValueError(f"recombined_share must be in [0, 1], got {self.recombined_share}")
-        shares = (self.copy_share, self.decision_share, self.induction_share)
-        if min(shares) < 0 or sum(shares) > 1:
-            raise ValueError("copy_share, decision_share and induction_share must be >= 0 and add up to at most 1")
-        least = (INDUCTION_LENGTHS_FIRST if self.fast_induction else INDUCTION_LENGTHS)[1]
-        if self.induction_steps < 0 or self.induction_vocab < 0 or 0 < self.induction_vocab < least:
-            raise ValueError(f"induction_steps must be >= 0 and induction_vocab 0 or >= {least}")
-        if self.induction_vocab == 0 and not self.fast_induction:
-            raise ValueError("induction_vocab 0 (every word from the start) needs fast_induction; session 27's "
-                             "constant-rate path: --fast_induction false --induction_vocab 128 --induction_steps 6000")
+        if not self.domains or set(self.domains) - set(DOMAINS):
+            raise ValueError(f"domains must be a non-empty subset of {DOMAINS}, got {self.domains}")
+        if self.threads < 0:
+            raise ValueError(f"threads must be >= 0, got {self.threads}")
 
-    def tiny_config(self) -> TinyConfig:
-        return TinyConfig.whole_word(self.seed, self.hidden_size, self.num_layers, self.head_dim)
-
+    def warmup_plan(self) -> WarmupPlan:
+        return WarmupPlan(steps=self.sft_steps, batch=self.sft_batch, learning_rate=self.sft_learning_rate,
+                          random_tool=self.random_tool, domains=tuple(self.domains), seed=self.seed)
 
 
 def toy_indexes(corpora: Path, out: Path) -> dict[str, Path]:
@@ -107,59 +81,53 @@ def toy_indexes(corpora: Path, out: Path) -> dict[str, Path]:
         path, sha = out / tsv.stem, file_sha256(tsv)
         try:
             load_index(path, expect_backend="bm25", expect_corpus_sha256=sha, numba=False)
-            stage(2, "reusing %s index at %s", tsv.stem, path)
+            logger.info("reusing %s index at %s", tsv.stem, path)
         except ManifestError:
             build_index(tsv, "bm25", path, overwrite=True, progress=False)
-            stage(2, "built bm25 index of %s at %s", tsv.name, path)
+            logger.info("built bm25 index of %s at %s", tsv.name, path)
     return {tsv.stem: out / tsv.stem for tsv in sorted(corpora.glob("*.tsv"))}
 
 
-def tiny_model(out: Path, cfg: TinyConfig) -> Path:
-    if built_from(out, cfg):
-        stage(3, "reusing tiny judge at %s", out)
-        return out
-    stage(3, "building tiny judge at %s", out)
-    return build_tiny(out, cfg)
-
-
-
-def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: int, *extra: str) -> Path:
-    """GRPO from `model` with configs/grpo_openrm/tiny_cpu.yaml; `extra` are more command-line overrides."""
+def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: int, *extra: str,
+         config: Path = GRPO_CONFIG) -> Path:
+    """GRPO from `model` with `config`; `extra` are more command-line overrides. A run folder made from another
+    warm-up or other overrides is discarded; an interrupted one resumes from its last checkpoint."""
     from transformers.trainer_utils import get_last_checkpoint
 
     from train import grpo_openrm
 
     run, origin = out / grpo_openrm.RUN_FILE, out / "quickstart_origin.json"
-    start = {"model": str(model), "warmup": json.loads((model / "warmup.json").read_text()), "extra": list(extra)}
+    start = {"model": str(model), "warmup": json.loads((model / "warmup.json").read_text()),
+             "config": config.name, "extra": list(extra)}
     if out.is_dir() and (not origin.exists() or json.loads(origin.read_text()) != start):
-        stage(5, "discarding %s: it started from another warm-up or settings", out)
+        logger.info("discarding %s: it started from another warm-up or settings", out)
         shutil.rmtree(out)
     if run.exists() and json.loads(run.read_text())["global_step"] >= steps:
-        stage(5, "reusing GRPO run at %s", out)
+        logger.info("reusing the GRPO run at %s", out)
         return out
     out.mkdir(parents=True, exist_ok=True)
     origin.write_text(json.dumps(start) + "\n")
     last = get_last_checkpoint(str(out)) if out.is_dir() else None
-    stage(5, "GRPO of the judge with search, %d steps%s", steps, f" (resuming {last})" if last else "")
+    logger.info("GRPO of the judge with search, %d steps%s", steps, f" (resuming {last})" if last else "")
     grpo_openrm.main(*grpo_openrm.parse([
-        "--config", str(GRPO_CONFIG), "--model_name_or_path", str(model),
+        "--config", str(config), "--model_name_or_path", str(model),
         "--dataset", str(data / "dataset"), "--output_dir", str(out), "--max_steps", str(steps),
         "--retrievers", *[f"{name}={path}" for name, path in indexes.items()], *extra,
         *(["--resume_from_checkpoint", last] if last else [])]))
     return out
 
 
-def judging_settings() -> dict:
-    """The judge's run settings as tiny_cpu.yaml trains it, so a warm-up and an exported judge are judged alike."""
+def judging_settings(config: Path = GRPO_CONFIG) -> dict:
+    """The judge's run settings as `config` trains it, so every row of the table is judged alike."""
     import yaml
 
     from openrm.card import RunSettings
     from plumbing.arguments import parse_pairs
 
-    config = yaml.safe_load(GRPO_CONFIG.read_text(encoding="utf-8"))
-    names = {f for f in RunSettings.__dataclass_fields__ if f in config and f != "tools"}
-    return {**{k: config[k] for k in names}, "tools": parse_pairs(config["tools"], "tools"),
-            "max_completion_tokens": config["max_completion_length"], "temperature": 0.0}
+    values = yaml.safe_load(config.read_text(encoding="utf-8"))
+    names = {f for f in RunSettings.__dataclass_fields__ if f in values and f != "tools"}
+    return {**{k: values[k] for k in names}, "tools": parse_pairs(values["tools"], "tools"),
+            "max_completion_tokens": values["max_completion_length"], "temperature": 0.0}
 
 
 def evaluate(judge_dir: Path, indexes: dict[str, Path] | None, examples: list[dict], **overrides) -> dict:
@@ -168,12 +136,16 @@ def evaluate(judge_dir: Path, indexes: dict[str, Path] | None, examples: list[di
     from openrm.judge import Judge
 
     retrievers = {k: str(v) for k, v in indexes.items()} if indexes else None
-    with Judge.from_pretrained(judge_dir, retrievers=retrievers, **{**judging_settings(), **overrides}) as judge:
-        verdicts = judge.compare_batch([(e["question"], e["answer_a"], e["answer_b"]) for e in examples])
+    with Judge.from_pretrained(judge_dir, retrievers=retrievers, batch_size=32,
+                               **{**judging_settings(), **overrides}) as judge:
+        verdicts = judge.compare_batch([(e["question"], e["answer_a"], e["answer_b"]) for e in examples],
+                                       progress=True)
     n = len(verdicts)
     runs = [(r, e) for v, e in zip(verdicts, examples, strict=True) for r in v.orders]
     calls = [(call.tool, e["gold_tool"]) for r, e in runs for call in r.searches]
-    subject = [e["meta"]["subject"].split()[0] in call.query for r, e in runs for call in r.searches]
+    # the subject's first word, case-insensitively: a pretrained judge may lowercase an acronym, and bm25 still
+    # finds the passage
+    subject = [e["meta"]["subject"].split()[0].lower() in call.query.lower() for r, e in runs for call in r.searches]
     return {"accuracy": sum(v.winner == e["label"] for v, e in zip(verdicts, examples, strict=True)) / n,
             "consistency": sum(v.consistent for v in verdicts) / n,
             "ties": sum(v.winner == "tie" for v in verdicts) / n,
@@ -181,8 +153,28 @@ def evaluate(judge_dir: Path, indexes: dict[str, Path] | None, examples: list[di
             "malformed": sum(not r.well_formed for r, _ in runs) / len(runs),
             "correct_tool_share": sum(tool == gold for tool, gold in calls) / len(calls) if calls else None,
             "searches_per_judgment": len(calls) / n,  # both orders, as eval.run counts
-            "queries_with_subject": sum(subject) / len(subject) if subject else None,  # the copy a judge must learn
+            "queries_with_subject": sum(subject) / len(subject) if subject else None,
             "model_tokens_per_order": sum(sum(r.trajectory.env_mask) for r, _ in runs) / len(runs)}
+
+
+def measured(model: Path, indexes: dict[str, Path] | None, examples: list[dict], cache: Path | None = None,
+             **overrides) -> dict:
+    """`evaluate`, remembered in `cache` (default `<model>/judged.json`) under a hash of the weights, the pairs and
+    the settings, so a rerun that reuses a stage also reuses its numbers."""
+    what = {"weights": file_sha256(model / "model.safetensors"), "search": bool(indexes),
+            "pairs": [e["id"] for e in examples], "settings": judging_settings(), **overrides}
+    key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+    cache = cache or model / "judged.json"
+    try:
+        saved = json.loads(cache.read_text()) if cache.exists() else {}
+    except ValueError:  # a cache cut short by an interrupted write: judge again
+        saved = {}
+    if key not in saved:
+        saved[key] = evaluate(model, indexes, examples, **overrides)
+        tmp = cache.with_name(f"judged.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(saved) + "\n", encoding="utf-8")
+        tmp.replace(cache)
+    return dict(saved[key])
 
 
 def plot_curves(run_dir: Path, out: Path) -> Path | None:
@@ -199,7 +191,7 @@ def plot_curves(run_dir: Path, out: Path) -> Path | None:
             ("openrm/calls_per_trajectory", "searches / trajectory"), ("completions/mean_length", "length")]
     fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3))
     for ax, (key, title) in zip(axes, keys, strict=True):
-        ax.plot([h["step"] for h in logs], [h[key] for h in logs], marker="o")
+        ax.plot([h["step"] for h in logs], [h.get(key) for h in logs], marker="o")
         ax.set_title(title)
         ax.set_xlabel("step")
     fig.tight_layout()
@@ -209,62 +201,86 @@ def plot_curves(run_dir: Path, out: Path) -> Path | None:
 
 
 def results_table(table: dict) -> list[str]:
-    """The before/after table as markdown lines ("name in query": searches whose query holds the pair's subject)."""
-    lines = ["| judge | accuracy | consistency | ties | parse failures | right corpus | name in query | "
-             "searches / judgment |", "|---|---|---|---|---|---|---|---|"]
+    """The table as markdown lines ("name in query": searches whose query names the pair's subject)."""
+    lines = ["| judge | accuracy | parse failures | right corpus | searches / judgment | consistency | ties | "
+             "name in query |", "|---|---|---|---|---|---|---|---|"]
     for name, m in table.items():
         tool, named = (("-" if m[k] is None else f"{m[k]:.3f}") for k in ("correct_tool_share", "queries_with_subject"))
-        lines.append(f"| {name} | {m['accuracy']:.3f} | {m['consistency']:.3f} | {m['ties']:.3f} | "
-                     f"{m['parse_failures']:.3f} | {tool} | {named} | {m['searches_per_judgment']:.2f} |")
+        lines.append(f"| {name} | {m['accuracy']:.3f} | {m['parse_failures']:.3f} | {tool} | "
+                     f"{m['searches_per_judgment']:.2f} | {m['consistency']:.3f} | {m['ties']:.3f} | {named} |")
     return lines
 
 
+GOALS = {"accuracy": 0.90, "gain": 0.10, "no_search": 0.60, "parse_failures": 0.02}
+
+
 def summary(table: dict) -> str:
-    """What the table shows, in words that follow from its numbers."""
-    after, before, blind = table["after GRPO"], table["SFT warm-up"], table["after GRPO, no search"]
-    tool, failures = after["correct_tool_share"], after["parse_failures"]
-    named = after["queries_with_subject"]
-    searched = ("it never searched." if tool is None else f"{tool:.0%} of its searches use the right corpus "
-                f"(goal >= 90%: {'met' if tool >= 0.9 else 'NOT met'}) and {named:.0%} name the pair's subject "
-                f"(copied from the question).")
-    lines = [f"Protocol: {failures:.1%} of orders end without a parseable answer (goal <= 2%: "
-             f"{'met' if failures <= 0.02 else 'NOT met'}); {searched}"]
-    gap = after["accuracy"] - blind["accuracy"]
-    verdict = ("it uses the evidence" if gap >= 0.1 else "it does not use the evidence yet (with and without "
-               "search it scores alike)")
-    lines.append(f"Task: accuracy {after['accuracy']:.2f} with search against {blind['accuracy']:.2f} without (a pair "
-                 f"counts only when both orders pick the right answer: a coin-flipping judge scores 0.25), so "
-                 f"{verdict}; GRPO moved accuracy {after['accuracy'] - before['accuracy']:+.2f} from the warm-up.")
+    """What the table shows, in words that follow from its numbers, each goal marked met or NOT met."""
+    zero, warm, after, blind = (table[k] for k in ("zero-shot", "SFT warm-up", "after GRPO", "after GRPO, no search"))
+
+    def mark(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    def share(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    gain = after["accuracy"] - warm["accuracy"]
+    lines = [
+        f"Zero-shot, the packaged model ignores the protocol: {zero['parse_failures']:.0%} of its orders end without "
+        f"a parseable answer (accuracy {zero['accuracy']:.2f}).",
+        f"The warm-up taught the protocol ({warm['parse_failures']:.1%} parse failures) but not the tool: "
+        f"{share(warm['correct_tool_share'])} of its searches use the right corpus, accuracy "
+        f"{warm['accuracy']:.2f}.",
+        f"GRPO moved the right-corpus share {share(warm['correct_tool_share'])} → "
+        f"{share(after['correct_tool_share'])} and accuracy {warm['accuracy']:.2f} → {after['accuracy']:.2f} "
+        f"({gain:+.2f}; goal >= +{GOALS['gain']:.2f}: {mark(gain >= GOALS['gain'])}; goal >= {GOALS['accuracy']:.2f}: "
+        f"{mark(after['accuracy'] >= GOALS['accuracy'])}), with {after['parse_failures']:.1%} parse failures "
+        f"(goal <= {GOALS['parse_failures']:.0%}: {mark(after['parse_failures'] <= GOALS['parse_failures'])}).",
+        f"Without search the same judge scores {blind['accuracy']:.2f} (goal <= {GOALS['no_search']:.2f}: "
+        f"{mark(blind['accuracy'] <= GOALS['no_search'])}; a coin-flipping judge scores 0.25, since a pair counts "
+        f"only when both orders are right), so "
+        + ("its verdicts come from the evidence it finds." if after["accuracy"] - blind["accuracy"] >= 0.1 else
+           "search does not make it better: it does not use the evidence.")]
     return "\n".join(lines)
 
 
 def main(args: QuickstartArguments) -> dict:
+    from openrm.models import resolve
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     out = Path(args.out)
     world = ToyWorld(args.seed, WorldSize())
-    stage(1, "toy world: %d documents; %d/%d short judge pairs in %s", len(world.documents), args.n_train,
-          args.n_test, out / "data")
-    data = write_dataset(world, out / "data", args.n_train, args.n_test, style="short", granularity="fact")
+    stage(1, "toy world: %d documents; %d/%d short judge pairs (%s) in %s", len(world.documents), args.n_train,
+          args.n_test, "+".join(args.domains), out / "data")
+    data = write_dataset(world, out / "data", args.n_train, args.n_test, style="short", granularity="fact",
+                         domains=args.domains)
+    stage(2, "bm25 indexes")
     indexes = toy_indexes(data / "corpora", out / "indexes")
-    tiny = tiny_model(out / "tiny-judge", args.tiny_config())
-    if args.induction_steps:
-        tiny = induction_stages(world, tiny, out / "tiny-judge-induction", args.induction_steps, args.induction_vocab,
-                                args.seed, fast=args.fast_induction)
-    warm = warm_up(world, tiny, out / "tiny-judge-sft", args.sft_steps, args.sft_learning_rate,
-                   args.recombined_share, args.seed, copy_share=args.copy_share, decision_share=args.decision_share,
-                   induction_share=args.induction_share, decay_steps=min(args.sft_decay_steps, args.sft_steps),
-                   recall=RECALL_SHARE if args.fast_induction else 0.0)
-    run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps)
+    stage(3, "base model %s", args.model)
+    base = Path(resolve(args.model))
+    examples = world.examples(args.n_eval, "test", args.domains, style="short")
+    stage(4, "judging %d held-out pairs in both orders zero-shot", len(examples))
+    out.mkdir(parents=True, exist_ok=True)
+    table = {"zero-shot": measured(base, indexes, examples, cache=out / "zero-shot.json")}  # the cache stays clean
+    stage(5, "SFT warm-up")
+    warm = warm_up(world, str(base), out / "judge-sft", args.warmup_plan())
+    table["SFT warm-up"] = measured(warm, indexes, examples)
+    stage(6, "GRPO")
+    run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps, "--seed", str(args.seed),
+               "--learning_rate", str(args.grpo_learning_rate))
     from train import export_judge
 
     judge_dir = out / "judge"
-    stage(6, "exporting the judge to %s", judge_dir)
+    stage(7, "exporting the judge to %s", judge_dir)
     export_judge.main(*export_judge.parse(["--checkpoint", str(run), "--out", str(judge_dir), "--overwrite"]))
-    examples = world.examples(args.n_eval, "test", style="short")
-    stage(7, "judging %d held-out pairs in both orders: before and after GRPO, and without search", len(examples))
-    table = {"SFT warm-up": evaluate(warm, indexes, examples), "after GRPO": evaluate(judge_dir, indexes, examples),
-             "after GRPO, no search": evaluate(judge_dir, None, examples)}
+    stage(8, "judging the held-out pairs after GRPO, with and without search")
+    table["after GRPO"] = measured(judge_dir, indexes, examples)
+    table["after GRPO, no search"] = measured(judge_dir, None, examples)
     lines = results_table(table)
-    (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "results.md").write_text("\n".join(lines) + "\n\n" + summary(table) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
     plot = plot_curves(run, out / "training_curves.png")
     logger.info("%d held-out toy pairs (documents no training pair asks about), greedy judging:\n%s\n%s\n"
@@ -275,6 +291,7 @@ def main(args: QuickstartArguments) -> dict:
 if __name__ == "__main__":
     from trl import TrlParser
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     (parsed_args,) = TrlParser(QuickstartArguments).parse_args_and_config()
     main(parsed_args)

@@ -92,7 +92,10 @@ def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) 
     missing = {"prompt", "completion"} - set(dataset.column_names)
     if missing and "input_ids" not in dataset.column_names:
         raise ValueError(f"{script_args.dataset}: records lack {sorted(missing)}")
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    from openrm.models import resolve
+
+    model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
     if tokenizer.eos_token_id is None:
         raise ValueError(f"{model_args.model_name_or_path}: the tokenizer names no end-of-turn (eos) token")
     try:
@@ -121,7 +124,7 @@ def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) 
     trainer_class = SFTTrainer
     if script_args.lm_head == "plain":
         from train.plain_head import plain_head_sft_trainer as trainer_class
-    trainer = trainer_class(model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
+    trainer = trainer_class(model=model_path, args=training_args, train_dataset=dataset,
                             processing_class=tokenizer, peft_config=get_peft_config(model_args),
                             callbacks=list(callbacks))
     if script_args.stop_at_accuracy:

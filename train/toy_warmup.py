@@ -1,0 +1,92 @@
+"""The SFT warm-up of the quickstart and the learning proof: a pretrained model fine-tuned on compact gold judging
+trajectories of the toy world, so that GRPO starts from a judge that writes the protocol.
+
+    warm_up(world, "smollm2-135m-instruct", Path("runs/quickstart/judge-sft"), WarmupPlan(steps=40))
+
+`random_tool` gives every trajectory a tool drawn by a fair coin: the judge then learns the protocol and the copy
+(name the subject in the query, write the value the evidence gives, then its letter) but not which corpus a question
+needs, which is what GRPO's tool term is left to teach. The folder is reused while its `warmup.json` matches.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from openrm import protocol
+from openrm.toyworld import DOMAINS, ToyWorld
+
+logger = logging.getLogger("openrm.quickstart")
+# Bumped whenever the records or the trainer settings change for the same plan, so an older warm-up is redone.
+RECIPE = 1
+
+
+@dataclass(frozen=True)
+class WarmupPlan:
+    steps: int = 40
+    batch: int = 8
+    learning_rate: float = 1e-4
+    recombined_share: float = 0.5  # records whose fact is drawn afresh: only their own passage holds it
+    random_tool: bool = False
+    domains: tuple[str, ...] = DOMAINS
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch < 1 or self.learning_rate <= 0:
+            raise ValueError("steps and batch must be >= 1 and learning_rate > 0")
+        if not 0.0 <= self.recombined_share <= 1.0:
+            raise ValueError(f"recombined_share must be in [0, 1], got {self.recombined_share}")
+        if not self.domains or set(self.domains) - set(DOMAINS):
+            raise ValueError(f"domains must be a non-empty subset of {DOMAINS}, got {list(self.domains)}")
+
+
+def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
+    """`n` SFT records (prompt, completion) of compact gold trajectories over short train pairs, a
+    `plan.recombined_share` of them about freshly drawn facts (copying the evidence pays; memorising cannot), each
+    drawn afresh. With `plan.random_tool` the tool of every record is a seeded fair coin."""
+    rng = random.Random(f"warmup:gold:{plan.seed}")
+    tools = sorted({protocol.GOLD_TOOL[d] for d in DOMAINS})
+    records = []
+    for i in range(n):
+        style = "recombined" if rng.random() < plan.recombined_share else "short"
+        ex = world.example(i, "train", plan.domains, style)
+        tool = rng.choice(tools) if plan.random_tool else None
+        records.append({"prompt": protocol.judge_messages(ex, style="compact"),
+                        "completion": [{"role": "assistant", "content": world.compact_trajectory(ex, tool=tool)}]})
+    return records
+
+
+def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Sequence[str] = ()) -> Path:
+    """train/sft_warmup.py on `plan.steps` x `plan.batch` fresh gold records from `base` (a folder or a packaged
+    model's short name) into `out`, unless `out` already holds this run (its warmup.json). `note`: words for the
+    progress line."""
+    from openrm.models import resolve
+    from train import sft_warmup
+
+    base = resolve(base)
+    done = out / "warmup.json"
+    want = {"base": base, "world_seed": world.seed, "recipe": RECIPE, **asdict(plan), "domains": list(plan.domains)}
+    if done.exists() and json.loads(done.read_text()) == want:
+        logger.info("reusing the warm-up at %s", out)
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    data = out / "sft_records.jsonl"
+    with data.open("w", encoding="utf-8") as f:
+        for record in gold_records(world, plan.steps * plan.batch, plan):
+            f.write(json.dumps(record) + "\n")
+    logger.info("SFT warm-up%s: %d steps of %d gold trajectories%s", "".join(f" {w}" for w in note), plan.steps,
+                plan.batch, ", each with a fair coin's tool" if plan.random_tool else "")
+    sft_warmup.main(*sft_warmup.parse([
+        "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(out),
+        "--max_steps", str(plan.steps), "--per_device_train_batch_size", str(plan.batch),
+        "--learning_rate", str(plan.learning_rate), "--lr_scheduler_type", "cosine",
+        "--warmup_steps", str(max(plan.steps // 10, 1)), "--max_length", "512", "--save_strategy", "no",
+        "--report_to", "none", "--use_cpu", "true", "--dtype", "float32", "--bf16", "false",
+        "--gradient_checkpointing", "false", "--seed", str(plan.seed), "--disable_tqdm", "true",
+        "--logging_steps", str(max(plan.steps // 10, 1))]))
+    done.write_text(json.dumps(want) + "\n")
+    return out
