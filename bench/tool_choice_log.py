@@ -4,7 +4,8 @@ steps by gold tool → first tool called (completions, mean reward, mean R_EM).
     .venv/bin/python bench/tool_choice_log.py runs/x/trajectories.rank0.jsonl --window 5
 
 If a row's reward is higher for the right tool but its count falls from window to window, the policy moves away from
-the tool its reward pays (bench/RESULTS.md, session 27: TRL's 'dapo' loss did that in stage A).
+the tool its reward pays (TRL's 'dapo' loss did that to the from-scratch judge's tool choice; the learning proof
+uses the per-trajectory 'grpo' loss).
 """
 
 from __future__ import annotations

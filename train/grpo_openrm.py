@@ -74,6 +74,10 @@ class OpenRMArguments:
     max_examples: int = field(default=0, metadata={"help": "Train on the first N examples only (0 = all)."})
     trajectory_log: str = field(default="", metadata={"help": "Append every scored trajectory (id, prompt hash, "
                                                             "completion, reward parts) to this JSONL file, per rank."})
+    interleave_domains: bool = field(default=False, metadata={
+        "help": "Train on the examples one domain after another in turn (each domain's in a seeded order) instead "
+                "of shuffled, so every step holds the domains in equal measure. With few prompts a step, a shuffled "
+                "run of one domain pushes its tool up for every question (openrm.dataset.interleaved_by_domain)."})
 
     def __post_init__(self):
         self.locations = parse_locations(self.retrievers)
@@ -107,7 +111,7 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
 
-    from openrm.dataset import load_judge_examples, to_prompts
+    from openrm.dataset import interleaved_by_domain, load_judge_examples, to_prompts
     from openrm.models import resolve
     from openrm.tools import ToolBox
 
@@ -116,6 +120,9 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     examples = load_judge_examples(script_args.dataset, script_args.dataset_split)
     if script_args.max_examples:
         examples = examples.select(range(min(script_args.max_examples, len(examples))))
+    if script_args.interleave_domains:
+        examples = examples.select(interleaved_by_domain(examples["domain"], training_args.seed))
+        training_args.shuffle_dataset = False
     train_dataset = to_prompts(examples, script_args.tool_specs, script_args.max_tool_calls, tokenizer,
                                script_args.max_prompt_length, script_args.settings.prompt_style)
     logger.info("training on %d judge examples from %s", len(train_dataset), script_args.dataset)

@@ -3,7 +3,8 @@
 TRL 1.16's SFTTrainer always computes its loss through a fused, tiled LM head (`trl.trainer.utils.add_fused_lm_head`,
 `chunked_logprob.py`), which saves memory on a GPU with a large vocabulary. On a CPU with the tiny judge the tiles
 cost more than the whole model: sampled with py-spy during the quickstart's warm-up, the fused head's forward and
-backward took over half of every step (bench/RESULTS.md, "Learning proof"). The loss here is the same token-mean
+backward took over half of every step. With SmolLM2 (vocabulary 49,152) on a CPU it spares projecting the
+prompt positions, which carry no loss. The loss here is the same token-mean
 negative log-likelihood over the positions whose label is not -100, and it logs the same `mean_token_accuracy`;
 `train/sft_warmup.py --lm_head plain` selects it.
 """

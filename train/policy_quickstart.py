@@ -7,6 +7,11 @@ GRPO prompts and on held-out prompts → a table.
     python -m train.policy_quickstart --out runs/policy-ssel --grpo_args '--topology seeded_single_elimination'
 
 A rerun reuses every finished stage and resumes an interrupted GRPO run.
+
+It still builds a tiny from-scratch policy (openrm/tiny.py), not the packaged SmolLM2 the judge's quickstart uses:
+its task is closed-book recall of toy facts, which a from-scratch model can only memorise, so it shows the tournament
+plumbing rather than a skill that generalises to held-out prompts (bench/RESULTS.md). A search-agent policy on
+SmolLM2, judged by the trained SmolLM2 judge, is the form that can generalise.
 """
 
 from __future__ import annotations

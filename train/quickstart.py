@@ -55,7 +55,7 @@ class QuickstartArguments:
     random_tool: bool = field(default=True, metadata={
         "help": "Warm up on trajectories whose tool is a fair coin, leaving the tool choice to GRPO; false: the "
                 "gold tool (a warm-up that already chooses well leaves GRPO little to do)."})
-    grpo_steps: int = field(default=36, metadata={"help": "GRPO steps (2 prompts x 4 completions each)."})
+    grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
     threads: int = field(default=0, metadata={
         "help": "torch threads (0: one per core). Two torch jobs on the same cores slow each other 10x: run one."})
@@ -98,7 +98,7 @@ def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: in
 
     run, origin = out / grpo_openrm.RUN_FILE, out / "quickstart_origin.json"
     start = {"model": str(model), "warmup": json.loads((model / "warmup.json").read_text()),
-             "config": config.name, "extra": list(extra)}
+             "config": hashlib.sha256(config.read_bytes()).hexdigest(), "extra": list(extra)}
     if out.is_dir() and (not origin.exists() or json.loads(origin.read_text()) != start):
         logger.info("discarding %s: it started from another warm-up or settings", out)
         shutil.rmtree(out)
@@ -270,7 +270,8 @@ def main(args: QuickstartArguments) -> dict:
     table["SFT warm-up"] = measured(warm, indexes, examples)
     stage(6, "GRPO")
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps, "--seed", str(args.seed),
-               "--learning_rate", str(args.grpo_learning_rate))
+               "--learning_rate", str(args.grpo_learning_rate),
+               "--trajectory_log", str(out / "grpo" / "trajectories.jsonl"))  # bench/tool_choice_log.py reads it
     from train import export_judge
 
     judge_dir = out / "judge"

@@ -7,6 +7,11 @@ warm-up and the trained generator, beside the general-rubric, pointwise and pair
     python -m train.rubric_quickstart --out runs/rubrics --grpo_args '--scorer server --scorer_server URL/v1 ...'
 
 A rerun reuses every finished stage.
+
+It still builds a tiny from-scratch generator (openrm/tiny.py), not the packaged SmolLM2 the judge's quickstart uses:
+a from-scratch model learns the rubric's JSON format but cannot copy the query's entity from its prompt, so its gain
+is in validity, not in query-specific rubrics (bench/RESULTS.md). SmolLM2, which copies from its context, is the
+model on which query-specific rubrics can be learned.
 """
 
 from __future__ import annotations

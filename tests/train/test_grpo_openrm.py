@@ -171,3 +171,21 @@ def test_bad_script_arguments_are_clear_errors():
         OpenRMArguments(dataset="x", tools=["WIKI"])
     with pytest.raises(ValueError, match="unknown reward variant"):
         OpenRMArguments(dataset="x", reward_variant="nope")
+
+
+def test_interleaved_domains_give_every_step_its_prompts_in_domain_turns(world_dir, tmp_path):
+    """`--interleave_domains`: the prompts come in the seeded domain-by-domain order, not shuffled, so a step of few
+    prompts never holds a run of one domain (which pushed one tool up for every question)."""
+    from openrm.dataset import interleaved_by_domain, load_judge_examples
+    from train import grpo_openrm
+
+    grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, tmp_path / "run", "--max_steps", "2", "--save_steps", "10",
+                                              "--interleave_domains", "true", "--seed", "3",
+                                              "--trajectory_log", str(tmp_path / "traj.jsonl"))))
+    records = [json.loads(line) for line in (tmp_path / "traj.rank0.jsonl").read_text().splitlines()]
+    seen = list(dict.fromkeys(r["id"] for r in records))  # each prompt once, in training order
+    examples = load_judge_examples(world_dir / "data" / "dataset", "train").select(range(48))
+    order = [examples[i]["id"] for i in interleaved_by_domain(examples["domain"], 3)]
+    assert seen == order[:len(seen)] and len(seen) == 2 * 4
+    domains = {e["id"]: e["domain"] for e in examples}
+    assert all(len({domains[i] for i in seen[k:k + 3]}) == 3 for k in range(0, len(seen) - 2))

@@ -70,8 +70,15 @@ def test_warmup_records_are_gold_trajectories_and_the_coin_draws_each_tool_half_
     for record in gold:
         text = record["completion"][0]["content"]
         assert text.endswith("</answer>") and record["prompt"][0]["role"] == "system"
-    styles = Counter("recombined" in json.dumps(r) for r in gold_records(world, 200, WarmupPlan()))
-    assert 60 <= styles[True] <= 140  # about half the facts drawn afresh
+    # about half the facts are drawn afresh (recombined): their evidence is in no passage of the world's corpora
+    known = {f"Doc 1 (Title: {d.title}) {d.text}" for corpus in ("wiki", "arxiv") for d in world.fact_passages(corpus)}
+
+    def evidence(record) -> str:
+        return record["completion"][0]["content"].split("<information>\n")[1].split("\n</information>")[0]
+
+    fresh = Counter(evidence(r) not in known for r in gold_records(world, 200, WarmupPlan()))
+    assert 60 <= fresh[True] <= 140
+    assert not any(evidence(r) not in known for r in gold_records(world, 50, WarmupPlan(recombined_share=0.0)))
     with pytest.raises(ValueError, match="domains"):
         WarmupPlan(domains=("sports",))
 
