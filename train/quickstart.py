@@ -264,10 +264,11 @@ def main(args: QuickstartArguments) -> dict:
     examples = world.examples(args.n_eval, "test", args.domains, style="short")
     stage(4, "judging %d held-out pairs in both orders zero-shot", len(examples))
     out.mkdir(parents=True, exist_ok=True)
-    table = {"zero-shot": measured(base, indexes, examples, cache=out / "zero-shot.json")}  # the cache stays clean
+    judged = out / "judged.json"  # every row's numbers, keyed by the weights: export rewrites the judge's folder
+    table = {"zero-shot": measured(base, indexes, examples, cache=judged)}
     stage(5, "SFT warm-up")
     warm = warm_up(world, str(base), out / "judge-sft", args.warmup_plan())
-    table["SFT warm-up"] = measured(warm, indexes, examples)
+    table["SFT warm-up"] = measured(warm, indexes, examples, cache=judged)
     stage(6, "GRPO")
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps, "--seed", str(args.seed),
                "--learning_rate", str(args.grpo_learning_rate),
@@ -278,8 +279,8 @@ def main(args: QuickstartArguments) -> dict:
     stage(7, "exporting the judge to %s", judge_dir)
     export_judge.main(*export_judge.parse(["--checkpoint", str(run), "--out", str(judge_dir), "--overwrite"]))
     stage(8, "judging the held-out pairs after GRPO, with and without search")
-    table["after GRPO"] = measured(judge_dir, indexes, examples)
-    table["after GRPO, no search"] = measured(judge_dir, None, examples)
+    table["after GRPO"] = measured(judge_dir, indexes, examples, cache=judged)
+    table["after GRPO, no search"] = measured(judge_dir, None, examples, cache=judged)
     lines = results_table(table)
     (out / "results.md").write_text("\n".join(lines) + "\n\n" + summary(table) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")

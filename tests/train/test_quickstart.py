@@ -46,7 +46,8 @@ def test_quickstart_runs_the_whole_slice_on_smollm2_and_reuses_stages(tmp_path):
     log = second.stdout + second.stderr
     for stage in ("reusing wiki index", "reusing the warm-up", "reusing the GRPO run"):
         assert stage in log, stage
-    assert "judging:" not in log  # every row came from its cache
+    assert "judged 2 pairs" in first.stdout + first.stderr
+    assert "judged 2 pairs" not in log  # every row came from its cache
 
 
 @pytest.mark.parametrize(("flag", "value", "message"), [
