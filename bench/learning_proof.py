@@ -86,7 +86,7 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict], othe
         plan = WarmupPlan(steps=args.sft_steps, batch=args.sft_batch, learning_rate=args.sft_lr,
                           random_tool=stage_a, domains=tuple(args.domains), seed=seed)
         start = warm_up(world, base, args.out / f"{args.stage}-sft-s{seed}-{args.sft_steps}x{args.sft_batch}", plan)
-        runs[f"sft/s{seed}"] = judged(start, indexes, test, other, sampled=stage_a)
+        runs[f"sft/s{seed}"] = judged(start, indexes, test, None, sampled=stage_a)  # another world: trained only
         if not stage_a:
             runs[f"sft/s{seed}"]["no_search_accuracy"] = measured(start, None, test)["accuracy"]
         logger.info("stage %s seed %d SFT start: %s", args.stage, seed, runs[f"sft/s{seed}"])
@@ -139,7 +139,7 @@ def main() -> None:
     parser.add_argument("--sft-steps", type=int, default=40, help="warm-up steps")
     parser.add_argument("--sft-batch", type=int, default=8, help="gold trajectories per warm-up step")
     parser.add_argument("--sft-lr", type=float, default=1e-4, help="warm-up peak learning rate (cosine)")
-    parser.add_argument("--grpo-steps", type=int, default=36, help="GRPO steps (2 prompts x 4 completions)")
+    parser.add_argument("--grpo-steps", type=int, default=30, help="GRPO steps (4 prompts x 4 completions)")
     parser.add_argument("--grpo-lr", type=float, default=1e-5, help="GRPO learning rate (constant)")
     args = parser.parse_args()
     if args.domains is None:  # with medical, WIKI is the right tool 2 times in 3
