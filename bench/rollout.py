@@ -5,13 +5,13 @@
 
 1. Overhead: `openrm.rollout.rollout` (multi-turn, searches against the bm25 toy indexes, temperature 1, seed 0) on
    R prompts, in both session modes: "resend" (`HFGenerator(reuse_cache=False)`: every turn prefills each row's
-   whole context again, the rollout before issue 19) and "kv" (`HFGenerator()`: each row keeps its KV cache and a
+   whole context again, the older rollout) and "kv" (`HFGenerator()`: each row keeps its KV cache and a
    turn prefills only its new tokens). Each mode's wall time is divided by two plain batched `model.generate`
    calls built from that mode's own trajectories (S sampled tokens in all, row i with information tokens I_i):
-   - plain (issue 4): the R prompts, every row forced to sample exactly S / R tokens (min = max new tokens);
-   - plain + information (issue 19): row i's prompt followed by its I_i, left-padded, so the same information
+   - plain: the R prompts, every row forced to sample exactly S / R tokens (min = max new tokens);
+   - plain + information: row i's prompt followed by its I_i, left-padded, so the same information
      tokens are prefilled once, every row forced to sample exactly S / R tokens;
-   - plain + information, own lengths (issue 19, the goal's yardstick): the same inputs, row i forced to sample
+   - plain + information, own lengths (the yardstick of the <= 1.10 goal): the same inputs, row i forced to sample
      exactly its own n_i sampled tokens (EOS suppressed, a stopping criterion per row). One batched `generate` then
      runs max n_i steps, as any batched generation of those rows must: the same sampled and prefilled tokens per
      row as the rollout, in one turn. The S / R yardsticks run mean n_i steps instead, so on a model whose step

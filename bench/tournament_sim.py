@@ -290,7 +290,7 @@ def cheapest(rows: list[dict], margin: float) -> list[str]:
 
 
 def goal(rows: list[dict], margin: float) -> list[str]:
-    """Issue 19's goal per K: the best active variant at <= half of round robin's calls against round robin."""
+    """The goal per K: the best active variant at <= half of round robin's calls against round robin."""
     out = []
     for k in sorted({r["k"] for r in rows}):
         cell = [r for r in rows if r["k"] == k]

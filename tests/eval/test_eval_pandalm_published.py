@@ -1,4 +1,4 @@
-"""The PandaLM paper's numbers from PandaLM's own public prediction files, scored by `python -m eval.run` (issue 15).
+"""The PandaLM paper's numbers from PandaLM's own public prediction files, scored by `python -m eval.run`.
 
 Rule (the loader's and the preset's defaults, and PandaLM's `data/compute_metrics.py`): label = majority of the
 3 annotators, which every one of the 999 rows has; gpt_result other than 1 / 2 / Tie ("garbage", 25 rows) counts
