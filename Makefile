@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 quickstart: $(STAMP)
-	$(PY) -m train.quickstart --out $(OUT)
+	$(PY) -m toy.quickstart --out $(OUT)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -33,7 +33,7 @@ WIKI18 = 21_015_324  # passages in DPR's psgs_w100.tsv
 def dpr_like_corpus(path: Path, n: int, seed: int = 0) -> tuple[Path, list[str], list[str]]:
     """`n` passages of ≥ 100 words from toy-world sentences as a DPR tsv; returns it, its titles, its first 256
     passages as colbert reads them ("title | text")."""
-    from openrm.toyworld import ToyWorld
+    from toy.world import ToyWorld
 
     world = ToyWorld(0)
     docs = [d for corpus in ("wiki", "arxiv") for d in world.corpus(corpus)]

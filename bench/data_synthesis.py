@@ -81,8 +81,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     from synth_servers import ScriptedLLM, serve, transformers_serve, write_corpus
 
-    from openrm.tiny import build
-    from openrm.toyworld import ToyWorld
+    from toy.tiny import build
+    from toy.world import ToyWorld
 
     root = Path(args.out)
     root.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,7 @@ def rss_mib() -> float:
 
 
 def passages(n: int) -> list[str]:
-    from openrm.toyworld import ToyWorld
+    from toy.world import ToyWorld
 
     docs = [d for c in ("wiki", "arxiv") for d in ToyWorld(0).corpus(c)]
     out, words = [], []

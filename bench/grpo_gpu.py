@@ -25,9 +25,9 @@ def main() -> None:
     import torch
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-    from openrm.tiny import build
-    from openrm.toyworld import ToyWorld, write_dataset
     from retrieval.build_index import build_index
+    from toy.tiny import build
+    from toy.world import ToyWorld, write_dataset
 
     out = args.out
     tiny = build(out / "tiny")

@@ -5,9 +5,9 @@ packaged SmolLM2-135M-Instruct learns what its reward asks, measured on held-out
     .venv/bin/python bench/learning_proof.py --stage b --seeds 0 1 2     # the judge learns to use evidence
     .venv/bin/python bench/learning_proof.py --stage a --variants decoupled --tool-term per_call   # over-searching
 
-Both stages use the quickstart's pieces (train/quickstart.py): short single-fact pairs of the toy world (fictional
+Both stages use the quickstart's pieces (toy/quickstart.py): short single-fact pairs of the toy world (fictional
 facts: without search a judge can only guess), one fact per passage with top-1 evidence, the compact prompt, an SFT
-warm-up on gold trajectories (train/toy_warmup.py), then GRPO with configs/grpo_openrm/smollm2_cpu.yaml, and judge
+warm-up on gold trajectories (toy/warmup.py), then GRPO with configs/grpo_openrm/smollm2_cpu.yaml, and judge
 held-out pairs greedily in both orders.
 
 Stage A. The warm-up's trajectories carry a tool drawn by a fair coin, on wiki and science pairs (each tool is the
@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from openrm.models import resolve  # noqa: E402
-from openrm.toyworld import ToyWorld, write_dataset  # noqa: E402
-from train.quickstart import grpo, measured, toy_indexes  # noqa: E402
-from train.toy_warmup import WarmupPlan, warm_up  # noqa: E402
+from toy.quickstart import grpo, measured, toy_indexes  # noqa: E402
+from toy.warmup import WarmupPlan, warm_up  # noqa: E402
+from toy.world import ToyWorld, write_dataset  # noqa: E402
 
 logger = logging.getLogger("learning_proof")
 WORLD_SEED = 0  # every seed judges the same toy world; seeds vary the warm-up's draws and GRPO

@@ -9,7 +9,7 @@ import time
 
 from openrm.parsing import parse_response
 from openrm.reward import RewardConfig, score
-from openrm.toyworld import ToyWorld
+from toy.world import ToyWorld
 
 
 def rate(fn, items, repeat=3):

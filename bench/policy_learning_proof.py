@@ -1,5 +1,5 @@
 """Learning proof of policy GRPO on tournament rewards (train/grpo_policy.py), on CPU: the toy policy task
-(openrm/toy_policy.py), one shared noisy warm-up, then GRPO per topology and seed, each trained policy played
+(toy/policy_task.py), one shared noisy warm-up, then GRPO per topology and seed, each trained policy played
 against its step-0 self by the toy oracle on the GRPO prompts and on held-out prompts.
 
     .venv/bin/python bench/policy_learning_proof.py --seeds 0 1 2 --topologies round_robin seeded_single_elimination
@@ -25,9 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from openrm.toy_policy import PARTS, ToyPolicyTask  # noqa: E402
-from openrm.toyworld import ToyWorld  # noqa: E402
-from train.policy_quickstart import (  # noqa: E402
+from toy.policy_quickstart import (  # noqa: E402
     PolicyQuickstartArguments,
     evaluate,
     grpo,
@@ -35,6 +33,8 @@ from train.policy_quickstart import (  # noqa: E402
     warm_up,
     write_task,
 )
+from toy.policy_task import PARTS, ToyPolicyTask  # noqa: E402
+from toy.world import ToyWorld  # noqa: E402
 
 
 def topology_flags(name: str) -> list[str]:

@@ -88,7 +88,7 @@ def overhead(qs: Path, rows: int, reps: int) -> dict:
     from openrm.generation import HFGenerator, SamplingParams
     from openrm.rollout import RolloutConfig, prompt_token_ids, rollout
     from openrm.tools import ToolBox
-    from openrm.toyworld import ToyWorld
+    from toy.world import ToyWorld
 
     model_dir = qs / MODEL
     tok = AutoTokenizer.from_pretrained(model_dir)
@@ -248,8 +248,8 @@ def grpo_share(qs: Path, steps: int) -> dict:
 def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32)) -> dict:
     """Judged pairs per second (both orders, greedy, with search) at each rollout batch size."""
     from openrm.judge import Judge
-    from openrm.toyworld import ToyWorld
-    from train.quickstart import judging_settings
+    from toy.quickstart import judging_settings
+    from toy.world import ToyWorld
 
     examples = ToyWorld(0).examples(n, "test", ("wiki", "science"), style="short")
     pairs = [(e["question"], e["answer_a"], e["answer_b"]) for e in examples]

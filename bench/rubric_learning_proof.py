@@ -1,11 +1,11 @@
 """Learning proof of the rubric generator's GRPO (train/grpo_rubric_generator.py) on CPU: the toy rubric task, a
-scripted scorer served over HTTP on loopback (openrm/rubrics/toy_scorer.py: ratings follow a hidden rule, items
+scripted scorer served over HTTP on loopback (toy/rubric_scorer.py: ratings follow a hidden rule, items
 naming the query's entity rate reports that mention it higher), the tiny generator warmed up on a noisy mixture,
 then GRPO; held-out valid-JSON rate and preference accuracy of the warm-up (step 0) and the trained generator.
 
     OMP_NUM_THREADS=2 .venv/bin/python bench/rubric_learning_proof.py --out runs/rubric-proof
 
-Every stage is cached under --out (train.rubric_quickstart); the table goes to stdout and `<out>/proof.json`.
+Every stage is cached under --out (toy.rubric_quickstart); the table goes to stdout and `<out>/proof.json`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from openrm.rubrics.toy import toy_entities  # noqa: E402
-from openrm.rubrics.toy_scorer import ToyScorer, scorer_app  # noqa: E402
-from openrm.toyworld import ToyWorld  # noqa: E402
-from train.rubric_quickstart import RubricQuickstartArguments, main  # noqa: E402
+from toy.rubric_quickstart import RubricQuickstartArguments, main  # noqa: E402
+from toy.rubric_scorer import ToyScorer, scorer_app  # noqa: E402
+from toy.rubric_task import toy_entities  # noqa: E402
+from toy.world import ToyWorld  # noqa: E402
 
 
 def start_server(app, port: int):

@@ -6,6 +6,11 @@
     python -m data_synthesis.build_dataset --oracle toyworld --n-train 1000 --n-test 200 --out runs/toy-synth
 
 Rerun the same command after a crash or kill: finished LLM requests come from `<out>/requests.jsonl`.
+
+`--oracle NAME` replaces the LLM with a synthesis oracle another package installs (plumbing.plugins, group
+`openrm.synthesis_oracles`; the offline demo's `toyworld`): built from the seed, it has `generator`, `domains`,
+`filter_overrides` (FilterConfig fields its answers need relaxed), `write_corpora(folder)`, `plan(split, domain, n)`
+and `async outcome(slot)`, and goes through the same filters, A/B placement and record schema as the LLM path.
 """
 
 from __future__ import annotations
@@ -26,12 +31,12 @@ from data_synthesis.filters import FilterConfig
 from data_synthesis.pipeline import Slot, SynthesisConfig, final_records, run_rounds, synthesize
 from data_synthesis.queries import DOMAIN_OF_CORPUS, PROMPTS_VERSION, QuestionRules
 from data_synthesis.report import write_outputs
+from plumbing import plugins
 from plumbing.arguments import Collect, parse_pairs
 from plumbing.llm_client import ChatClient, ClientConfig, RequestCache
 from retrieval.corpus import ReadStats, read_corpus
 
 logger = logging.getLogger(__name__)
-ORACLES = ("toyworld",)
 
 
 @dataclass
@@ -48,8 +53,8 @@ class BuildDatasetArguments:
     model: str | None = field(default=None, metadata={"help": "Model name the server knows."})
     api_key_env: str = field(default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the API "
                                                                           "key (unset: no key sent)."})
-    oracle: str | None = field(default=None, metadata={"help": f"One of {ORACLES}: no LLM, deterministic toy-world "
-                                                               "questions and answers (quickstart, tests)."})
+    oracle: str | None = field(default=None, metadata={"help": "An installed synthesis oracle instead of the LLM "
+                                                               "(the offline demo's: toyworld)."})
     concurrency: int = field(default=8, metadata={"help": "Requests in flight at once."})
     seed: int = field(default=0, metadata={"help": "Seeds document sampling, request seeds and A/B placement."})
     cache: str | None = field(default=None, metadata={"help": "Request cache JSONL (default <out>/requests.jsonl)."})
@@ -88,8 +93,10 @@ class BuildDatasetArguments:
             raise ValueError(f"need --n-train >= 1 and --n-test >= 0, got {self.n_train}, {self.n_test}")
         self.corpora = parse_pairs(self.corpus, "--corpus")
         if self.oracle is not None:
-            if self.oracle not in ORACLES:
-                raise ValueError(f"--oracle must be one of {ORACLES}, got {self.oracle!r}")
+            known = plugins.names(plugins.SYNTHESIS_ORACLES)
+            if self.oracle not in known:
+                raise ValueError(f"--oracle must be one of the installed oracles {known or '(none)'}, got "
+                                 f"{self.oracle!r}")
         else:
             if not self.corpus or not self.base_url or not self.model:
                 raise ValueError("without --oracle, give --corpus NAME=PATH (one or more), --base-url and --model")
@@ -106,19 +113,17 @@ class BuildDatasetArguments:
     def cache_path(self) -> Path:
         return Path(self.cache) if self.cache else Path(self.out) / "requests.jsonl"
 
-    def synthesis_config(self) -> SynthesisConfig:
-        # toy answers are short and differ only in the corrupted facts; toy questions come from a few templates
-        toy = self.oracle == "toyworld"
+    def synthesis_config(self, overrides: dict | None = None) -> SynthesisConfig:
+        """`overrides`: FilterConfig fields an oracle's answers need relaxed (its `filter_overrides`)."""
+        filters = {"min_answer_words": self.min_answer_words, "max_length_ratio": self.max_length_ratio,
+                   "max_pair_jaccard": self.max_pair_jaccard, "copy_ngram": self.copy_ngram,
+                   "duplicate_jaccard": self.duplicate_jaccard, **(overrides or {})}
         return SynthesisConfig(
             seed=self.seed, max_doc_chars=self.max_doc_chars, query_max_tokens=self.query_max_tokens,
             answer_max_tokens=self.answer_max_tokens, query_temperature=self.query_temperature,
             answer_temperature=self.answer_temperature, send_seed=self.send_seed, oversample=self.oversample,
             max_rounds=self.max_rounds, rules=QuestionRules(quote_ngram=self.quote_ngram),
-            filters=FilterConfig(min_answer_words=5 if toy else self.min_answer_words,
-                                 max_length_ratio=self.max_length_ratio,
-                                 max_pair_jaccard=1.0 if toy else self.max_pair_jaccard,
-                                 copy_ngram=self.copy_ngram,
-                                 duplicate_jaccard=1.0 if toy else self.duplicate_jaccard))
+            filters=FilterConfig(**filters))
 
 
 def split_needs(domains: list[str], n_train: int, n_test: int) -> dict[tuple[str, str], int]:
@@ -177,17 +182,15 @@ async def _run_llm(args: BuildDatasetArguments, cfg: SynthesisConfig, plan, need
 def build(args: BuildDatasetArguments) -> dict:
     """Run the whole build; returns the summary written to `<out>/summary.json`."""
     started = time.monotonic()
-    cfg = args.synthesis_config()
-    if args.oracle == "toyworld":
-        from data_synthesis.oracle import GENERATOR, ToyOracle
-        from openrm.toyworld import DOMAINS
-
-        oracle = ToyOracle(args.seed)
-        oracle.world.write_corpora(Path(args.out) / "corpora")  # for building the search indexes
-        needs = split_needs(list(DOMAINS), args.n_train, args.n_test)
+    if args.oracle:
+        oracle = plugins.load(plugins.SYNTHESIS_ORACLES, args.oracle)(args.seed)
+        cfg = args.synthesis_config(dict(oracle.filter_overrides))
+        oracle.write_corpora(Path(args.out) / "corpora")  # for building the search indexes
+        needs = split_needs(list(oracle.domains), args.n_train, args.n_test)
         selection = asyncio.run(run_rounds(oracle.plan, oracle.outcome, needs, cfg, args.progress))
-        generator, client_summary = GENERATOR, None
+        generator, client_summary = oracle.generator, None
     else:
+        cfg = args.synthesis_config()
         plan, domains = corpus_planner(args)
         needs = split_needs(domains, args.n_train, args.n_test)
         selection, client_summary = asyncio.run(_run_llm(args, cfg, plan, needs))

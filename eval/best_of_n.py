@@ -5,6 +5,9 @@
         --topologies round_robin swiss seeded_single_elimination --budget 12 --out runs/bon/uf
     python -m eval.best_of_n --data runs/bon/toy.jsonl --judge toy-oracle --world_seed 0 --out runs/bon/toy
 
+`--judge` is an exported judge folder or an installed match judge kind (plumbing.plugins; the offline demo installs
+`toy-oracle`, which knows the toy world's questions).
+
 Writes picks.jsonl (one row per prompt and topology, appended batch by batch; a rerun skips the rows there and is
 refused when run.json's settings differ), results.json and report.md (the topologies side by side).
 """
@@ -27,12 +30,17 @@ from eval.run import build_judge
 from eval.settings import RunSettings, data_sha256
 from openrm.context import POLICIES as CONTEXT_POLICIES
 from openrm.tournament import TOPOLOGIES, Arena, Group, JudgePairwise, PairwiseGroupJudge, TournamentResult
+from plumbing import plugins
 from plumbing.arguments import Collect
 from retrieval.retriever import parse_locations
 
 logger = logging.getLogger(__name__)
 
-TOY_ORACLE = "toy-oracle"
+
+
+def is_plugin_judge(judge: str | None) -> bool:
+    """Whether `--judge` names an installed match judge kind rather than an exported judge folder."""
+    return bool(judge) and judge in plugins.names(plugins.MATCH_JUDGES)
 
 
 @dataclass
@@ -41,7 +49,7 @@ class BestOfNArguments:
                                         "UltraFeedback-shaped rows (instruction, completions); JSON/JSONL/parquet"})
     out: str = field(metadata={"help": "output folder (picks.jsonl, run.json, results.json, report.md)"})
     judge: str | None = field(default=None, metadata={
-        "help": f"exported judge folder, or '{TOY_ORACLE}' (the toy world's oracle; with --world_seed)"})
+        "help": "exported judge folder, or an installed match judge kind (e.g. toy-oracle, with --world_seed)"})
     server: str | None = field(default=None, metadata={"help": "OpenAI-compatible URL serving the judge"})
     model: str | None = field(default=None, metadata={"help": "served model name (with --server)"})
     tokenizer: str | None = field(default=None, metadata={"help": "with --server: the exported judge folder"})
@@ -49,9 +57,7 @@ class BestOfNArguments:
         "help": "CORPUS=LOCATION (index folder or http:// server URL); repeat per corpus", "action": Collect,
         "aliases": ["--retriever"]})
     no_tools: bool = field(default=False, metadata={"help": "judge without search"})
-    world_seed: int | None = field(default=None, metadata={"help": f"--judge {TOY_ORACLE}: the toy world's seed"})
-    toy_prompts: int = field(default=2000, metadata={
-        "help": f"--judge {TOY_ORACLE}: it knows the first N toy_prompts of each split and style"})
+    world_seed: int | None = field(default=None, metadata={"help": "a plugin judge's world seed (toy-oracle)"})
     topologies: list[str] = field(default_factory=lambda: list(TOPOLOGIES), metadata={
         "help": f"topologies to compare, any of {sorted(TOPOLOGIES)}; repeat or list", "action": Collect})
     budget: float | None = field(default=None, metadata={
@@ -73,11 +79,11 @@ class BestOfNArguments:
             raise ValueError("give exactly one of --judge and --server")
         if self.server and not (self.tokenizer and self.model):
             raise ValueError("--server needs --model (the served name) and --tokenizer (the exported judge folder)")
-        if self.judge == TOY_ORACLE:
+        if is_plugin_judge(self.judge):
             if self.world_seed is None:
-                raise ValueError(f"--judge {TOY_ORACLE} needs --world_seed (the world its questions come from)")
+                raise ValueError(f"--judge {self.judge} needs --world_seed (the world its questions come from)")
             if self.retrievers or self.no_tools:
-                raise ValueError(f"--judge {TOY_ORACLE} reads the toy world itself: no --retrievers or --no_tools")
+                raise ValueError(f"--judge {self.judge} is not a model: no --retrievers or --no_tools")
         elif not (self.no_tools or self.retrievers):
             raise ValueError("tool mode needs --retrievers CORPUS=LOCATION; pass --no_tools to judge without search")
         self.locations = parse_locations(self.retrievers)
@@ -89,7 +95,7 @@ class BestOfNArguments:
             raise ValueError(f"--rating must be one of {RATINGS}, got {self.rating!r}")
         if self.budget is not None and self.budget <= 0:
             raise ValueError("--budget must be > 0")
-        for name in ("batch_size", "chunk_size", "toy_prompts"):
+        for name in ("batch_size", "chunk_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be >= 1")
         if self.limit is not None and self.limit < 1:
@@ -99,7 +105,7 @@ class BestOfNArguments:
 
     @property
     def mode(self) -> str:  # what eval.run.build_judge reads
-        return TOY_ORACLE if self.judge == TOY_ORACLE else "no-tools" if self.no_tools else "tools"
+        return self.judge if is_plugin_judge(self.judge) else "no-tools" if self.no_tools else "tools"
 
 
 @dataclass(frozen=True)
@@ -113,22 +119,18 @@ class BestOfNSettings(RunSettings):
     @classmethod
     def of(cls, args: BestOfNArguments) -> BestOfNSettings:
         judge = (f"{args.server} model={args.model} tokenizer={Path(args.tokenizer).resolve()}" if args.server
-                 else args.judge if args.judge == TOY_ORACLE else str(Path(args.judge).resolve()))
+                 else args.judge if is_plugin_judge(args.judge) else str(Path(args.judge).resolve()))
         return cls("best_of_n", data_sha256(args.data), args.split, args.seed, None, args.mode, judge,
                    dict(sorted(args.locations.items())) if args.mode == "tools" else {}, args.max_completion_tokens,
                    args.max_new_tokens, None, args.context_policy, args.max_context_tokens, args.rating,
                    args.world_seed)
 
 
-def toy_oracle(world_seed: int, n: int):
-    """The toy world's oracle, knowing the questions of the first `n` toy_prompts of each split and style."""
-    from openrm.tournament import ToyOracle, toy_prompts
-    from openrm.toyworld import ToyWorld
+def plugin_judge(kind: str, world_seed: int, questions: Sequence[str]):
+    """The installed match judge `kind`, told the questions it will judge (it may refuse ones it does not know)."""
+    from openrm.tournament.match_judge import MatchJudgeSpec, build_pairwise
 
-    world = ToyWorld(world_seed)
-    rows = [r for split in ("train", "test") for style in ("long", "short")
-            for r in toy_prompts(world, n, split, style)]
-    return ToyOracle.from_rows(world, rows)
+    return build_pairwise(MatchJudgeSpec(kind=kind, world_seed=world_seed), [{"question": q} for q in questions])
 
 
 def expected_calls(topology: Any, ks: Sequence[int], orders: int) -> float:
@@ -224,12 +226,8 @@ def run(args: BestOfNArguments, pairwise: Any = None) -> dict[str, Any]:
     store = VerdictStore(out / "picks.jsonl", key=("topology", "id"))
     BestOfNSettings.of(args).check_or_write(out, has_verdicts=len(store) > 0)
     close = None
-    if pairwise is None and args.judge == TOY_ORACLE:
-        pairwise = toy_oracle(args.world_seed, args.toy_prompts)
-        unknown = [s.id for s in sets if pairwise.agreements(s.question, "") is None]
-        if unknown:
-            raise ValueError(f"{len(unknown)} of {len(sets)} questions are not toy questions of world "
-                             f"{args.world_seed} (first: {unknown[0]!r}); raise --toy_prompts or check --world_seed")
+    if pairwise is None and is_plugin_judge(args.judge):
+        pairwise = plugin_judge(args.judge, args.world_seed, [s.question for s in sets])
     elif pairwise is None:
         judge, _ = build_judge(args)
         pairwise, close = JudgePairwise(judge), judge.close

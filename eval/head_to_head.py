@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from openrm.tournament.judges import checked_p
-from openrm.tournament.match_judge import PAIRWISE_KINDS, MatchJudgeSpec
+from openrm.tournament.match_judge import MatchJudgeSpec, pairwise_kinds
 from plumbing.arguments import Collect
 
 logger = logging.getLogger(__name__)
@@ -94,13 +94,13 @@ def head_to_head(judge: Any, questions: Sequence[str], answers: Sequence[Sequenc
 class HeadToHeadArguments:
     policy: str = field(metadata={"help": "Checkpoint whose win rate is reported."})
     baseline: str = field(metadata={"help": "Checkpoint it plays against (e.g. its step-0 self)."})
-    prompts: str = field(metadata={"help": "JSONL of prompt rows (prompt, question; meta for the toy oracle)."})
+    prompts: str = field(metadata={"help": "JSONL of prompt rows (prompt, question; meta for a plugin judge)."})
     out: str = field(default="", metadata={"help": "Folder for head_to_head.json and the sampled answers."})
-    judge: str = field(default="toy-oracle", metadata={"help": f"Match judge: one of {PAIRWISE_KINDS}."})
+    judge: str = field(default="", metadata={"help": f"Match judge (required): one of {pairwise_kinds()}."})
     judge_path: str = field(default="", metadata={"help": "Exported openrm judge folder."})
     retrievers: list[str] = field(default_factory=list, metadata={"help": "CORPUS=LOCATION for the judge's tools.",
                                                                   "action": Collect})
-    world_seed: int = field(default=0, metadata={"help": "Toy oracle: the world the prompts come from."})
+    world_seed: int = field(default=0, metadata={"help": "A plugin judge's world (toy-oracle: the prompts' world)."})
     samples: int = field(default=4, metadata={"help": "Answers per prompt from each policy."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of both policies (0 = greedy)."})
     max_new_tokens: int = field(default=32, metadata={"help": "Answer length cap."})
@@ -111,6 +111,8 @@ def main(args: HeadToHeadArguments) -> HeadToHead:
     from openrm.tournament.match_judge import build_pairwise
     from retrieval.retriever import parse_locations
 
+    if not args.judge:
+        raise ValueError(f"--judge is required: the match judge, one of {pairwise_kinds()}")
     rows = [json.loads(line) for line in Path(args.prompts).read_text(encoding="utf-8").splitlines() if line.strip()]
     if not rows:
         raise ValueError(f"{args.prompts}: no prompt rows")

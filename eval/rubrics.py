@@ -31,7 +31,7 @@ from pathlib import Path
 from openrm.rubrics.prompts import GENERAL_RUBRIC
 from openrm.rubrics.record import RubricError, parse_rubric, strip_thinking
 from openrm.rubrics.scorer import PairAsk, ReportAsk, Scorer, score_reports
-from openrm.rubrics.scorer_spec import SCORER_KINDS, ScorerSpec
+from openrm.rubrics.scorer_spec import ScorerSpec, scorer_kinds
 from openrm.rubrics.triplets import Triplet, TripletFields
 
 logger = logging.getLogger("openrm.eval_rubrics")
@@ -163,7 +163,7 @@ class RubricEvalArguments:
     temperature: float = field(default=0.0, metadata={"help": "Generator temperature (0 = greedy)."})
     max_new_tokens: int = field(default=2048, metadata={"help": "Generator budget per rubric."})
     seed: int = field(default=0, metadata={"help": "Generator sampling seed."})
-    scorer: str = field(default="server", metadata={"help": f"One of {SCORER_KINDS}."})
+    scorer: str = field(default="server", metadata={"help": f"One of {scorer_kinds()}."})
     scorer_server: str = field(default="", metadata={"help": "OpenAI-compatible URL of the scorer."})
     scorer_model: str = field(default="", metadata={"help": "Model name the scorer server serves."})
     scorer_concurrency: int = field(default=32, metadata={"help": "Scorer requests in flight."})

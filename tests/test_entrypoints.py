@@ -27,10 +27,10 @@ def entry_points() -> list[str]:
 
 def test_the_known_entry_points_are_found():
     found = set(entry_points())
-    assert {"eval.run", "eval.report", "eval.best_of_n", "eval.toy_candidates", "eval.downstream",
+    assert {"eval.run", "eval.report", "eval.best_of_n", "toy.candidates", "eval.downstream",
             "eval.benchmark_files", "train.grpo_openrm", "train.select_preferences", "train.dpo",
             "retrieval.server", "retrieval.build_index", "data_synthesis.build_dataset", "train.grpo_rubric_generator",
-            "train.rubric_quickstart", "eval.rubrics", "bench.rubric_learning_proof"} <= found
+            "toy.rubric_quickstart", "eval.rubrics", "bench.rubric_learning_proof"} <= found
 
 
 @pytest.mark.parametrize("module", entry_points())

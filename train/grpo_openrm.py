@@ -48,10 +48,9 @@ _SETTINGS = RunSettings()  # each setting's one default
 class OpenRMArguments:
     dataset: str = field(metadata={"help": "Judge examples: an HF dataset folder (save_to_disk) or a JSONL file."})
     dataset_split: str = field(default="train", metadata={"help": "Split to train on when `dataset` has splits."})
-    retrievers: list[str] = field(default_factory=lambda: ["wiki=runs/quickstart/indexes/wiki",
-                                                           "arxiv=runs/quickstart/indexes/arxiv"],
-                                  metadata={"help": "CORPUS=LOCATION: an index folder or a retrieval server URL.",
-                                            "action": Collect})
+    retrievers: list[str] = field(default_factory=list, metadata={
+        "help": "CORPUS=LOCATION, one per corpus the tools search (required): an index folder or a retrieval server "
+                "URL.", "action": Collect})
     tools: list[str] = field(default_factory=lambda: [f"{k}={v}" for k, v in _SETTINGS.tools.items()],
                              metadata={"help": "TOOL=CORPUS: the tool names the judge writes and what they search.",
                                        "action": Collect})
@@ -88,7 +87,8 @@ class OpenRMArguments:
                                     prompt_style=self.prompt_style)
         missing = sorted({t.corpus for t in self.tool_specs} - set(self.locations))
         if missing:
-            raise ValueError(f"tools search corpora {missing} that no --retrievers entry serves")
+            raise ValueError(f"tools search corpora {missing} that no --retrievers entry serves: give --retrievers "
+                             "CORPUS=LOCATION for each")
         self.reward = RewardConfig(variant=self.reward_variant, max_tool_calls=self.max_tool_calls,
                                    require_well_formed=self.require_well_formed, tool_term=self.tool_term,
                                    tools=protocol.tool_names(self.tool_specs))

@@ -28,9 +28,9 @@ from pathlib import Path
 if __package__ in (None, ""):  # `accelerate launch train/grpo_policy.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from openrm.rubrics.scorer_spec import SCORER_KINDS, ScorerSpec  # noqa: E402
+from openrm.rubrics.scorer_spec import ScorerSpec, scorer_kinds  # noqa: E402
 from openrm.tournament import SHAPINGS, TOPOLOGIES  # noqa: E402
-from openrm.tournament.match_judge import GROUP_KINDS, PAIRWISE_KINDS, MatchJudgeSpec  # noqa: E402
+from openrm.tournament.match_judge import GROUP_KINDS, MatchJudgeSpec, pairwise_kinds  # noqa: E402
 from plumbing.arguments import Collect  # noqa: E402
 from retrieval.retriever import parse_locations  # noqa: E402
 
@@ -44,10 +44,10 @@ REWARDS = ("tournament", "rubric", "tournament+rubric")
 class PolicyArguments:
     dataset: str = field(metadata={"help": "Prompt rows (JSONL or an HF save_to_disk folder): prompt (string or "
                                            "chat messages), question (what the judge is asked about; else the "
-                                           "prompt), id, and answer for a verifier; the toy oracle reads meta."})
+                                           "prompt), id, and answer for a verifier; a plugin judge may read meta."})
     dataset_split: str = field(default="train", metadata={"help": "Split to train on when `dataset` has splits."})
     max_examples: int = field(default=0, metadata={"help": "Train on the first N prompts only (0 = all)."})
-    judge: str = field(default="toy-oracle", metadata={"help": f"Match judge: one of {PAIRWISE_KINDS}."})
+    judge: str = field(default="", metadata={"help": f"Match judge (required): one of {pairwise_kinds()}."})
     judge_path: str = field(default="", metadata={"help": "Exported openrm judge folder (its tokenizer and card)."})
     judge_server: str = field(default="", metadata={"help": "OpenAI-compatible URL of a served judge "
                                                             "(http://host:8000/v1; judge openrm-server)."})
@@ -57,7 +57,7 @@ class PolicyArguments:
     judge_concurrency: int = field(default=8, metadata={"help": "Judge requests in flight to a server."})
     retrievers: list[str] = field(default_factory=list, metadata={
         "help": "CORPUS=LOCATION for the judge's search tools (none: its no-tool prompt).", "action": Collect})
-    world_seed: int = field(default=0, metadata={"help": "Toy oracle: the world the prompts come from."})
+    world_seed: int = field(default=0, metadata={"help": "A plugin judge's world (toy-oracle: the prompts' world)."})
     group_judge: str = field(default="pairwise", metadata={"help": f"Multi-round group judge: one of {GROUP_KINDS}."})
     group_server: str = field(default="", metadata={"help": "Rubric group judge's chat server URL."})
     group_model: str = field(default="", metadata={"help": "Rubric group judge's model name."})
@@ -91,7 +91,7 @@ class PolicyArguments:
     rubric_max_new_tokens: int = field(default=2048, metadata={"help": "Generator budget per rubric."})
     rubric_cache: str = field(default="", metadata={
         "help": "JSONL of the generated rubrics (a rerun generates none twice; '' = <output_dir>/rubrics.jsonl)."})
-    rubric_scorer: str = field(default="server", metadata={"help": f"Rubric reward's scorer: one of {SCORER_KINDS}."})
+    rubric_scorer: str = field(default="server", metadata={"help": f"Rubric reward's scorer: one of {scorer_kinds()}."})
     rubric_scorer_server: str = field(default="", metadata={"help": "OpenAI-compatible URL of the rating model."})
     rubric_scorer_model: str = field(default="", metadata={"help": "Model name the scorer server serves."})
     rubric_scorer_concurrency: int = field(default=32, metadata={"help": "Rating requests in flight."})
@@ -111,6 +111,9 @@ class PolicyArguments:
         if self.shaping not in SHAPINGS or self.verifier not in VERIFIERS or self.max_examples < 0:
             raise ValueError(f"shaping must be one of {sorted(SHAPINGS)}, verifier one of {VERIFIERS}, "
                              f"max_examples >= 0")
+        if not self.judge:
+            raise ValueError(f"--judge is required: the match judge, one of {pairwise_kinds()} (an openrm kind also "
+                             "needs --judge_path)")
         self.judge_spec = MatchJudgeSpec(
             kind=self.judge, path=self.judge_path, server=self.judge_server, model=self.judge_model,
             retrievers=parse_locations(self.retrievers) if self.retrievers else {}, device=self.judge_device,
@@ -211,7 +214,7 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
         group_rounds = topology.name == "multi_round"
         pairwise = None  # a multi-round tournament with the rubric group judge needs no pairwise judge
         if not group_rounds or spec.group == "pairwise":
-            pairwise = build_pairwise(spec, train_dataset.to_list() if spec.kind == "toy-oracle" else ())
+            pairwise = build_pairwise(spec, train_dataset.to_list())
         group = build_group(spec, pairwise) if group_rounds else None
         arena = Arena(pairwise=pairwise, group=group, orders=script_args.orders, seed=training_args.seed)
         reward_funcs.append(TournamentReward(

@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # `accelerate launch train/grpo_rubric_generator.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from openrm.rubrics.reward import HybridWeights  # noqa: E402
-from openrm.rubrics.scorer_spec import SCORER_KINDS, ScorerSpec  # noqa: E402
+from openrm.rubrics.scorer_spec import ScorerSpec, scorer_kinds  # noqa: E402
 from openrm.rubrics.triplets import TripletFields  # noqa: E402
 
 logger = logging.getLogger("openrm.grpo_rubric_generator")
@@ -42,7 +42,7 @@ class RubricGeneratorArguments:
     rejected_field: str = field(default="rejected", metadata={"help": "Column holding the rejected report."})
     prompt_style: str = field(default="full", metadata={
         "help": "Generator prompt: full (our instructions) or compact (one line, for tiny from-scratch models)."})
-    scorer: str = field(default="server", metadata={"help": f"Who rates reports: one of {SCORER_KINDS}."})
+    scorer: str = field(default="server", metadata={"help": f"Who rates reports: one of {scorer_kinds()}."})
     scorer_server: str = field(default="", metadata={"help": "OpenAI-compatible URL of the scorer (…/v1)."})
     scorer_model: str = field(default="", metadata={"help": "Model name the scorer server serves."})
     scorer_api_key: str = field(default="", metadata={"help": "Bearer token of the scorer server, if it needs one."})

@@ -25,7 +25,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.best_of_n import TOY_ORACLE  # noqa: E402
+from eval.best_of_n import is_plugin_judge, plugin_judge  # noqa: E402
 from eval.candidate_sets import RATINGS  # noqa: E402
 from eval.predictions import PREDICTION_PRESETS  # noqa: E402
 from eval.selection import ON_TIE, OUTPUT_FORMATS  # noqa: E402
@@ -45,7 +45,8 @@ class SelectArguments:
     fields: list[str] = field(default_factory=list, metadata={
         "help": "NAME=FIELD mapping for other files: prompt, chosen, rejected, score_chosen, score_rejected, id "
                 "(pairs) or prompt, candidates, ratings, id (sets)", "action": Collect})
-    judge: str | None = field(default=None, metadata={"help": f"exported judge folder, or '{TOY_ORACLE}'"})
+    judge: str | None = field(default=None, metadata={
+        "help": "exported judge folder, or an installed match judge kind (e.g. toy-oracle)"})
     server: str | None = field(default=None, metadata={"help": "OpenAI-compatible URL serving the judge"})
     model: str | None = field(default=None, metadata={"help": "served model name (with --server)"})
     tokenizer: str | None = field(default=None, metadata={"help": "with --server: the exported judge folder"})
@@ -57,8 +58,7 @@ class SelectArguments:
         "help": "CORPUS=LOCATION (index folder or http:// server URL); repeat per corpus", "action": Collect,
         "aliases": ["--retriever"]})
     no_tools: bool = field(default=False, metadata={"help": "judge without search"})
-    world_seed: int | None = field(default=None, metadata={"help": f"--judge {TOY_ORACLE}: the toy world's seed"})
-    toy_prompts: int = field(default=2000, metadata={"help": f"--judge {TOY_ORACLE}: the questions it knows"})
+    world_seed: int | None = field(default=None, metadata={"help": "a plugin judge's world seed (toy-oracle)"})
     topology: str = field(default="round_robin", metadata={
         "help": f"tournament for rows of > 2 candidates (best → chosen, worst → rejected): {sorted(TOPOLOGIES)}"})
     on_tie: str = field(default="drop", metadata={
@@ -82,9 +82,9 @@ class SelectArguments:
             raise ValueError("give exactly one of --judge, --server, --predictions")
         if self.server and not (self.tokenizer and self.model):
             raise ValueError("--server needs --model (the served name) and --tokenizer (the exported judge folder)")
-        if self.judge == TOY_ORACLE and self.world_seed is None:
-            raise ValueError(f"--judge {TOY_ORACLE} needs --world_seed (the world its questions come from)")
-        model_judge = bool(self.server) or bool(self.judge) and self.judge != TOY_ORACLE
+        if is_plugin_judge(self.judge) and self.world_seed is None:
+            raise ValueError(f"--judge {self.judge} needs --world_seed (the world its questions come from)")
+        model_judge = bool(self.server) or bool(self.judge) and not is_plugin_judge(self.judge)
         if not model_judge and (self.retrievers or self.no_tools):
             raise ValueError("--retrievers / --no_tools are for an exported or served judge")
         if model_judge and not (self.no_tools or self.retrievers):
@@ -96,7 +96,7 @@ class SelectArguments:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"--{name} must be one of {sorted(allowed)}, got {getattr(self, name)!r}")
-        for name in ("batch_size", "chunk_size", "concurrency", "toy_prompts"):
+        for name in ("batch_size", "chunk_size", "concurrency"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be >= 1")
         if self.limit is not None and self.limit < 1:
@@ -104,7 +104,7 @@ class SelectArguments:
 
     @property
     def mode(self) -> str:  # what eval.run.build_judge and run.json read
-        return ("predictions" if self.predictions else TOY_ORACLE if self.judge == TOY_ORACLE
+        return ("predictions" if self.predictions else self.judge if is_plugin_judge(self.judge)
                 else "no-tools" if self.no_tools else "tools")
 
 
@@ -120,15 +120,8 @@ def match_judge(args: SelectArguments, rows: Sequence[Any]):
         if judge.missing:
             logger.warning("%d rows have no prediction (first: %r): failures", len(judge.missing), judge.missing[0])
         return judge, None
-    if args.judge == TOY_ORACLE:
-        from eval.best_of_n import toy_oracle
-
-        oracle = toy_oracle(args.world_seed, args.toy_prompts)
-        unknown = [r.id for r in rows if oracle.agreements(r.question, "") is None]
-        if unknown:
-            raise ValueError(f"{len(unknown)} questions are not toy questions of world {args.world_seed} "
-                             f"(first: {unknown[0]!r}); raise --toy_prompts or check --world_seed")
-        return oracle, None
+    if is_plugin_judge(args.judge):
+        return plugin_judge(args.judge, args.world_seed, [r.question for r in rows]), None
     from eval.run import build_judge
     from openrm.tournament import JudgePairwise
 

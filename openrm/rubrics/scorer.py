@@ -7,7 +7,7 @@
 retries with `plumbing.retry`'s policy, a JSONL cache that makes a killed run resume without resending anything
 answered, one repair turn for a reply without JSON). A rating that cannot be had comes back as a `Rating` with
 `error` set, and a report with any such item gets no score (`ReportScore.score is None`): never a default value.
-`openrm.rubrics.toy_scorer.ToyScorer` is the same interface computed in process from the toy task's hidden rule.
+`toy.rubric_scorer.ToyScorer` is the same interface computed in process from the toy task's hidden rule.
 """
 
 from __future__ import annotations

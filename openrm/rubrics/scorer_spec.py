@@ -1,8 +1,8 @@
 """Which scorer a run uses: `ScorerSpec` (its configuration fields) and `build_scorer`, the one place that picks
-between a served chat model (`scorer.ChatScorer`) and the toy rule (`toy_scorer.ToyScorer`), so neither scorer module
-imports the other.
+between a served chat model (`scorer.ChatScorer`) and a kind another package installs (plumbing.plugins, group
+`openrm.scorers`: the offline demo's rule-based `toy`).
 
-    build_scorer(ScorerSpec(kind="toy"))
+    build_scorer(ScorerSpec(kind="server", server="http://127.0.0.1:8000/v1", model="m", cache="runs/scores.jsonl"))
 """
 
 from __future__ import annotations
@@ -11,16 +11,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openrm.rubrics.scorer import ChatScorer, Scorer
+from plumbing import plugins
 
-SCORER_KINDS = ("server", "toy")
+BUILTIN_KINDS = ("server",)
+
+
+def scorer_kinds() -> list[str]:
+    """The scorer kinds this install knows: a chat server, and those installed packages add."""
+    return [*BUILTIN_KINDS, *plugins.names(plugins.SCORERS)]
 
 
 @dataclass(frozen=True)
 class ScorerSpec:
-    """What `build_scorer` builds: `server` (an OpenAI-compatible chat server) or `toy` (the toy task's rule, in
-    process, for the toy world `world_seed`)."""
+    """What `build_scorer` builds: `server` (an OpenAI-compatible chat server) or a plugin kind (built from this spec;
+    `world_seed` is for one that builds a world, as the toy rule does)."""
 
-    kind: str = "server"
+    kind: str
     server: str = ""  # http://host:8000/v1
     model: str = ""
     api_key: str = ""
@@ -34,8 +40,8 @@ class ScorerSpec:
     world_seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.kind not in SCORER_KINDS:
-            raise ValueError(f"scorer must be one of {SCORER_KINDS}, got {self.kind!r}")
+        if self.kind not in BUILTIN_KINDS and self.kind not in plugins.names(plugins.SCORERS):
+            raise ValueError(f"scorer must be one of {scorer_kinds()}, got {self.kind!r}")
         if self.kind == "server" and not (self.server and self.model):
             raise ValueError("a server scorer needs its URL (scorer_server) and model name (scorer_model)")
         if self.concurrency < 1 or self.retries < 0 or self.timeout_s <= 0 or self.max_tokens < 1:
@@ -44,12 +50,8 @@ class ScorerSpec:
 
 def build_scorer(spec: ScorerSpec, cache: str | Path | None = None) -> Scorer:
     """The scorer `spec` names; `cache` overrides `spec.cache` (e.g. one file per process)."""
-    if spec.kind == "toy":
-        from openrm.rubrics.toy import toy_entities
-        from openrm.rubrics.toy_scorer import ToyScorer
-        from openrm.toyworld import ToyWorld
-
-        return ToyScorer(toy_entities(ToyWorld(spec.world_seed)))
+    if spec.kind not in BUILTIN_KINDS:
+        return plugins.load(plugins.SCORERS, spec.kind)(spec)
     from plumbing.llm_client import ClientConfig
 
     path = cache or spec.cache

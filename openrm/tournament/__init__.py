@@ -36,7 +36,6 @@ from openrm.tournament.shaping import (
 )
 from openrm.tournament.single_elimination import SeededSingleElimination
 from openrm.tournament.swiss import Swiss
-from openrm.tournament.toy_oracle import ToyOracle, toy_prompts
 from openrm.tournament.trl_reward import TournamentReward
 
 TOPOLOGIES = {t.name: t for t in (RoundRobin, Anchor, SeededSingleElimination, DoubleElimination, Swiss, MultiRound,
@@ -45,6 +44,6 @@ TOPOLOGIES = {t.name: t for t in (RoundRobin, Anchor, SeededSingleElimination, D
 __all__ = ["Active", "Anchor", "Arena", "BTPosterior", "DoubleElimination", "Group", "GroupJudge", "GroupMatch",
            "GroupRequest", "JudgePairwise", "Live", "Match", "MultiRound", "PairwiseGroupJudge", "PairwiseJudge",
            "RoundRobin", "RoutedRewards", "RubricGroupJudge", "SHAPINGS", "SeededSingleElimination", "Swiss",
-           "TOPOLOGIES", "ToyOracle", "TournamentResult", "TournamentReward", "adaptive_rewards", "bt_laplace",
+           "TOPOLOGIES", "TournamentResult", "TournamentReward", "adaptive_rewards", "bt_laplace",
            "bt_min_max", "fit_bradley_terry", "group_rngs", "is_diverse", "min_max", "rank_quantile", "rank_z",
-           "select_winners", "soft_outcome", "tournament_reward", "toy_prompts", "win_rate", "z_score"]
+           "select_winners", "soft_outcome", "tournament_reward", "win_rate", "z_score"]

@@ -1,10 +1,10 @@
 """The match judges a tournament can use, built from a few settings (train/grpo_policy.py's YAML, the flags of
 eval.head_to_head): the exported openrm judge (local checkpoint, in-process vLLM, or an OpenAI-compatible server),
-the toy-world oracle, and a group judge for multi-round tournaments (pairwise-built, or rubric-guided over a chat
-server).
+a kind another package installs (plumbing.plugins, group `openrm.match_judges`: the offline demo's `toy-oracle`), and
+a group judge for multi-round tournaments (pairwise-built, or rubric-guided over a chat server).
 
     spec = MatchJudgeSpec(kind="openrm", path="judges/openrm-7b", retrievers={"wiki": "indexes/wiki"})
-    pairwise = build_pairwise(spec, rows)              # rows: the prompt rows (the toy oracle reads their facts)
+    pairwise = build_pairwise(spec, rows)              # rows: the prompt rows (a plugin judge may read their meta)
     group = build_group(spec, pairwise)                # None unless the topology needs one
 """
 
@@ -15,21 +15,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from plumbing import plugins
+
 logger = logging.getLogger(__name__)
 
-PAIRWISE_KINDS = ("toy-oracle", "openrm", "openrm-vllm", "openrm-server", "none")  # none: rubric group judge only
+BUILTIN_KINDS = ("openrm", "openrm-vllm", "openrm-server", "none")  # none: rubric group judge only
 GROUP_KINDS = ("pairwise", "rubric")
 
 
 @dataclass(frozen=True)
 class MatchJudgeSpec:
-    """`kind`: one of PAIRWISE_KINDS. `path`: the exported judge folder (for openrm-server, where its tokenizer and
+    """`kind`: one of `pairwise_kinds()`. `path`: the exported judge folder (for openrm-server, where its tokenizer and
     card are read). `server` / `model`: the OpenAI-compatible endpoint (`http://host:8000/v1`) and served name.
     `retrievers`: corpus -> index folder or retrieval server URL (none: the judge's no-tool prompt).
     `group`: how multi-round tournaments pick winners: "pairwise" (every pair inside the group, by the pairwise
     judge) or "rubric" (`RubricGroupJudge` over `group_server` / `group_model`)."""
 
-    kind: str = "toy-oracle"
+    kind: str
     path: str = ""
     server: str = ""
     model: str = ""
@@ -37,14 +39,14 @@ class MatchJudgeSpec:
     device: str = "cpu"
     batch_size: int = 64  # judge rollouts per generate call (two per pair)
     concurrency: int = 8  # requests in flight to a server
-    world_seed: int = 0  # toy-oracle: the world the prompts come from
+    world_seed: int = 0  # for a plugin judge that builds a world (the toy oracle)
     group: str = "pairwise"
     group_server: str = ""
     group_model: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in PAIRWISE_KINDS:
-            raise ValueError(f"judge kind must be one of {PAIRWISE_KINDS}, got {self.kind!r}")
+        if self.kind not in BUILTIN_KINDS and self.kind not in plugins.names(plugins.MATCH_JUDGES):
+            raise ValueError(f"judge kind must be one of {pairwise_kinds()}, got {self.kind!r}")
         if self.group not in GROUP_KINDS:
             raise ValueError(f"group judge must be one of {GROUP_KINDS}, got {self.group!r}")
         if self.kind in ("openrm", "openrm-vllm", "openrm-server") and not self.path:
@@ -59,19 +61,20 @@ class MatchJudgeSpec:
             raise ValueError("batch_size and concurrency must be >= 1")
 
 
+def pairwise_kinds() -> list[str]:
+    """The judge kinds this install knows: the built-in ones and those installed packages add."""
+    return [*BUILTIN_KINDS, *plugins.names(plugins.MATCH_JUDGES)]
+
+
 def build_pairwise(spec: MatchJudgeSpec, rows: Sequence[Mapping[str, Any]] = ()):
-    """The pairwise match judge of `spec`. The toy oracle is keyed by `rows` (policy prompt rows with `meta`)."""
+    """The pairwise match judge of `spec`. `rows`: the prompt rows it will judge, handed to a plugin kind (the toy
+    oracle reads their facts); the openrm kinds ignore them."""
     from openrm.tournament.judges import JudgePairwise
 
     if spec.kind == "none":
         raise ValueError("this topology plays pairwise matches, but the judge kind is 'none'")
-    if spec.kind == "toy-oracle":
-        from openrm.tournament.toy_oracle import ToyOracle
-        from openrm.toyworld import ToyWorld
-
-        if not rows:
-            raise ValueError("the toy oracle needs the prompt rows it judges (their meta holds the facts)")
-        return ToyOracle.from_rows(ToyWorld(spec.world_seed), rows)
+    if spec.kind not in BUILTIN_KINDS:
+        return plugins.load(plugins.MATCH_JUDGES, spec.kind)(spec, rows)
     from openrm.judge import Judge
 
     retrievers = dict(spec.retrievers) or None

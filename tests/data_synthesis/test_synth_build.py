@@ -18,7 +18,7 @@ from synth_servers import MARKERS, ScriptedLLM, serve, write_corpus
 from data_synthesis.build_dataset import main
 from openrm.dataset import check_example, load_judge_examples
 from openrm.protocol import ANSWER, GOLD_TOOL, close_tag, open_tag
-from openrm.toyworld import ToyWorld
+from toy.world import ToyWorld
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = ["--timeout-s", "0.3", "--backoff-base-s", "0.001", "--backoff-max-s", "0.01", "--progress", "false"]

@@ -12,9 +12,9 @@ from synth_servers import transformers_serve
 from data_synthesis.build_dataset import main
 from data_synthesis.filters import FilterConfig, pair_problem
 from data_synthesis.pairs import answer_messages
-from openrm.tiny import build
-from openrm.toyworld import ToyWorld
 from plumbing.llm_client import ChatClient, ClientConfig, RequestCache
+from toy.tiny import build
+from toy.world import ToyWorld
 
 
 @pytest.fixture(scope="module")

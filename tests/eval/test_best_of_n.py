@@ -11,9 +11,9 @@ import pytest
 
 from eval.best_of_n import BestOfNArguments, main, run
 from eval.candidate_sets import load_candidate_sets
-from eval.toy_candidates import toy_candidate_rows
-from openrm.tournament import ToyOracle, toy_prompts
-from openrm.toyworld import ToyWorld
+from toy.candidates import toy_candidate_rows
+from toy.oracle import ToyOracle, toy_prompts
+from toy.world import ToyWorld
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ultrafeedback_bon.jsonl"
 PAIRWISE = ["round_robin", "seeded_single_elimination", "double_elimination", "swiss", "live"]
@@ -178,7 +178,7 @@ def test_budget_skips_topologies_that_need_more_calls(tmp_path):
 def test_exported_judge_is_built_by_the_eval_builder(tmp_path):
     """A tiny exported judge (random weights) through `--judge PATH --no_tools`: eval.run's builder makes it, it
     judges both orders per item, and run.json records the judge folder."""
-    from openrm.tiny import build
+    from toy.tiny import build
 
     judge_dir = build(tmp_path / "tiny")
     data = tmp_path / "sets.jsonl"

@@ -32,7 +32,7 @@ def fixture_rows(name: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    from openrm.tiny import TinyConfig, build
+    from toy.tiny import TinyConfig, build
 
     root = tmp_path_factory.mktemp("downstream_models")
     return build(root / "base", TinyConfig(seed=0)), build(root / "dpo", TinyConfig(seed=1))

@@ -143,7 +143,7 @@ def test_generic_pairwise_with_a_custom_map_reads_parquet(tmp_path):
 
 
 def test_in_domain_reads_the_test_split_of_a_dataset_folder(tmp_path):
-    from openrm.toyworld import ToyWorld, write_dataset
+    from toy.world import ToyWorld, write_dataset
 
     out = write_dataset(ToyWorld(0), tmp_path / "toy", n_train=4, n_test=6)
     loaded = loaders.load_benchmark("in-domain", out / "dataset")

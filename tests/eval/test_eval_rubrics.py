@@ -82,8 +82,8 @@ def test_metric_edge_cases(deltas, accuracy, d):
 def test_cli_writes_the_report_on_toy_triplets(tmp_path):
     from trl import TrlParser
 
-    from openrm.rubrics.toy import ToyRubricTask
-    from openrm.toyworld import ToyWorld
+    from toy.rubric_task import ToyRubricTask
+    from toy.world import ToyWorld
 
     path = tmp_path / "heldout.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in ToyRubricTask(ToyWorld(0), 16).triplets("heldout", 2)))

@@ -96,9 +96,9 @@ def test_custom_predictions_on_rewardbench(tmp_path):
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
-    from openrm.tiny import build
-    from openrm.toyworld import ToyWorld, write_dataset
     from retrieval.build_index import build_index
+    from toy.tiny import build
+    from toy.world import ToyWorld, write_dataset
 
     root = tmp_path_factory.mktemp("evaltoy")
     world = ToyWorld(0)

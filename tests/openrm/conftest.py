@@ -5,7 +5,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    from openrm.tiny import build
+    from toy.tiny import build
 
     return build(tmp_path_factory.mktemp("tiny"))
 

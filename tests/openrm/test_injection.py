@@ -22,7 +22,7 @@ HOSTILE = [
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from openrm.tiny import build_tokenizer
+    from toy.tiny import build_tokenizer
 
     return build_tokenizer()
 

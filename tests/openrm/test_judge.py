@@ -24,9 +24,9 @@ MARKED = f"The {MARK} river flows through Velmora."
 
 @pytest.fixture(scope="module")
 def retrievers(tmp_path_factory):
-    from openrm.toyworld import ToyWorld
     from retrieval.build_index import build_index
     from retrieval.retriever import load_index
+    from toy.world import ToyWorld
 
     root = tmp_path_factory.mktemp("toy")
     out = {}

@@ -19,7 +19,7 @@ from openrm import rollout as rollout_module
 from openrm.generation import HFGenerator, ResendSession, SamplingParams
 from openrm.kv_session import KVSession, open_session
 from openrm.rollout import RolloutConfig, prompt_token_ids, rollout
-from openrm.toyworld import ToyWorld
+from toy.world import ToyWorld
 
 ATOL = 1e-4  # measured differences stay below 2e-5; a padding or position leak moves log-probs by > 1e-2
 

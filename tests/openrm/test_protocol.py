@@ -101,7 +101,7 @@ def test_compact_style_keeps_the_protocol_in_few_words():
 
 
 def test_compact_style_follows_each_answer_with_its_letter():
-    from openrm.toyworld import ToyWorld
+    from toy.world import ToyWorld
 
     world = ToyWorld(0)
     for index in range(10):

@@ -21,16 +21,16 @@ ANSWER = "<think>done</think>\n<answer>A</answer>"
 def tokenizer(tmp_path_factory):
     from transformers import AutoTokenizer
 
-    from openrm.tiny import build
+    from toy.tiny import build
 
     return AutoTokenizer.from_pretrained(build(tmp_path_factory.mktemp("tiny")))
 
 
 @pytest.fixture(scope="module")
 def retrievers(tmp_path_factory):
-    from openrm.toyworld import ToyWorld
     from retrieval.build_index import build_index
     from retrieval.retriever import load_index
+    from toy.world import ToyWorld
 
     root = tmp_path_factory.mktemp("toy")
     corpora = ToyWorld(0).write_corpora(root / "corpora")

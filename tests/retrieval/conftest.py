@@ -5,8 +5,8 @@ from __future__ import annotations
 import loopback
 import pytest
 
-from openrm.toyworld import KINDS, ToyWorld
 from retrieval.build_index import build_index
+from toy.world import KINDS, ToyWorld
 
 
 @pytest.fixture(scope="session")

@@ -17,9 +17,9 @@ CONFIGS = ROOT / "configs" / "dpo"
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory):
-    from eval.toy_candidates import toy_candidate_rows
-    from openrm.tiny import build
-    from openrm.toyworld import ToyWorld
+    from toy.candidates import toy_candidate_rows
+    from toy.tiny import build
+    from toy.world import ToyWorld
     from train import select_preferences
 
     root = tmp_path_factory.mktemp("dpo")

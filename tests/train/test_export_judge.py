@@ -36,7 +36,7 @@ def logits(model):
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    from openrm.tiny import build
+    from toy.tiny import build
 
     return build(tmp_path_factory.mktemp("tiny"))
 
@@ -80,9 +80,9 @@ def exported(adapter_run, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def wiki_index(tmp_path_factory):
-    from openrm.toyworld import ToyWorld
     from retrieval.build_index import build_index
     from retrieval.retriever import load_index
+    from toy.world import ToyWorld
 
     root = tmp_path_factory.mktemp("toy")
     corpora = ToyWorld(0).write_corpora(root / "corpora")

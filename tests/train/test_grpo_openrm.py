@@ -24,9 +24,9 @@ def world_dir(tmp_path_factory):
     the model answered in 4 of 32 samples (no group had two different rewards); after 80 steps, 29 of 32 at
     temperature 1.0 with A and B mixed in 6 of 8 groups."""
     from openrm import protocol
-    from openrm.tiny import build
-    from openrm.toyworld import ToyWorld, write_dataset
     from retrieval.build_index import build_index
+    from toy.tiny import build
+    from toy.world import ToyWorld, write_dataset
     from train import sft_warmup
 
     root = tmp_path_factory.mktemp("grpo")

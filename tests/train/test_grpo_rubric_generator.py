@@ -50,9 +50,9 @@ def generator_dir(tmp_path_factory):
     hold valid and invalid rubrics (rewards differ) from the first step."""
     import shutil
 
-    from openrm.rubrics.toy import ToyRubricTask, add_rubric_tokens
-    from openrm.tiny import TinyConfig, build
-    from openrm.toyworld import ToyWorld
+    from toy.rubric_task import ToyRubricTask, add_rubric_tokens
+    from toy.tiny import TinyConfig, build
+    from toy.world import ToyWorld
 
     root = tmp_path_factory.mktemp("rubric-gen")
     task = ToyRubricTask(ToyWorld(0), 16)
@@ -72,9 +72,9 @@ def generator_dir(tmp_path_factory):
 def test_two_grpo_steps_change_the_weights_and_log_every_component(generator_dir, tmp_path):
     from safetensors.torch import load_file
 
-    from openrm.rubrics.toy import toy_entities
-    from openrm.rubrics.toy_scorer import ToyScorer, scorer_app
-    from openrm.toyworld import ToyWorld
+    from toy.rubric_scorer import ToyScorer, scorer_app
+    from toy.rubric_task import toy_entities
+    from toy.world import ToyWorld
     from train import grpo_rubric_generator as g
 
     out = tmp_path / "run"

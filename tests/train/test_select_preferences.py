@@ -131,8 +131,8 @@ def test_sets_of_more_than_two_play_a_tournament_best_and_worst(tmp_path):
 
 
 def test_toy_oracle_through_the_command_line(tmp_path):
-    from eval.toy_candidates import toy_candidate_rows
-    from openrm.toyworld import ToyWorld
+    from toy.candidates import toy_candidate_rows
+    from toy.world import ToyWorld
 
     rows = toy_candidate_rows(ToyWorld(0), 8, 4)
     data = tmp_path / "toy.jsonl"
@@ -164,7 +164,7 @@ def test_bad_arguments_exit_with_a_message(tmp_path, capsys):
 
 
 def test_a_tiny_exported_judge_is_built_by_the_eval_builder(tmp_path):
-    from openrm.tiny import build
+    from toy.tiny import build
 
     judge_dir = build(tmp_path / "tiny")
     report = main(["--data", str(FIX / "preferences_text.jsonl"), "--judge", str(judge_dir), "--no_tools",
@@ -189,7 +189,7 @@ def test_a_killed_run_resumes_without_judging_a_row_twice(tmp_path):
     from scripted import Scripted
     from transformers import AutoTokenizer
 
-    from openrm.tiny import build
+    from toy.tiny import build
 
     tiny = build(tmp_path / "tiny")
     tok = AutoTokenizer.from_pretrained(tiny)

@@ -10,7 +10,7 @@ import pytest
 from openrm import protocol
 from openrm.rollout import information_ids, prompt_token_ids, split_information, tokenize_record
 from openrm.tools import ToolResult
-from openrm.toyworld import ToyWorld
+from toy.world import ToyWorld
 from train.sft_warmup import main, parse
 
 
@@ -18,7 +18,7 @@ from train.sft_warmup import main, parse
 def tiny(tmp_path_factory):
     from transformers import AutoTokenizer
 
-    from openrm.tiny import build
+    from toy.tiny import build
 
     path = build(tmp_path_factory.mktemp("tiny"))
     return path, AutoTokenizer.from_pretrained(path)

@@ -9,7 +9,7 @@ import math
 
 from openrm.rubrics.policy_reward import RubricBook, RubricScoreReward, add_rubric_column
 from openrm.rubrics.record import parse_rubric
-from openrm.rubrics.toy_scorer import ToyScorer
+from toy.rubric_scorer import ToyScorer
 
 GOOD = json.dumps([{"title": "Covers Velaen", "description": "About Velaen.", "weight": 3},
                    {"title": "Clarity", "description": "Easy to follow.", "weight": 1}])

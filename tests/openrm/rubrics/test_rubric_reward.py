@@ -18,7 +18,7 @@ from openrm.rubrics import (
     rubric_score,
 )
 from openrm.rubrics.scorer import score_reports
-from openrm.rubrics.toy_scorer import ToyScorer
+from toy.rubric_scorer import ToyScorer
 
 R3 = Rubric.of([("a", "x", 3.0), ("b", "y", 1.0)])
 

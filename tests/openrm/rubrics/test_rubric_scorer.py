@@ -17,8 +17,8 @@ from loopback import serve, transformers_serve
 
 from openrm.rubrics import ChatScorer, PairAsk, ReportAsk, Rubric, RubricAsk
 from openrm.rubrics.scorer import score_reports
-from openrm.rubrics.toy_scorer import ToyScorer, chat_completion
 from plumbing.llm_client import ClientConfig
+from toy.rubric_scorer import ToyScorer, chat_completion
 
 FAST = {"timeout_s": 0.5, "backoff_base_s": 0.001, "backoff_max_s": 0.01}
 ENTITIES = frozenset({"Velaen", "Thedaeth", "Zanniar", "Lomoix"})
@@ -100,7 +100,7 @@ def test_fault_server_loses_nothing_and_a_rerun_sends_nothing(tmp_path):
 
 @pytest.fixture(scope="module")
 def served_tiny(tmp_path_factory):
-    from openrm.tiny import build
+    from toy.tiny import build
 
     model_dir = build(tmp_path_factory.mktemp("tiny"))
     with transformers_serve(model_dir) as url:

@@ -180,7 +180,7 @@ def test_a_garbage_group_judge_ends_the_tournament_with_equal_rewards(server):
 def tiny_tokenizer(tmp_path_factory):
     from transformers import AutoTokenizer
 
-    from openrm.tiny import build
+    from toy.tiny import build
 
     return AutoTokenizer.from_pretrained(build(tmp_path_factory.mktemp("tiny")))
 

@@ -1,14 +1,14 @@
 """A rubric generator trained by GRPO on the toy rubric task, end to end on a laptop CPU, offline: toy triplets
-(openrm/rubrics/toy.py) → a tiny generator (openrm/tiny.py + rubric tokens) → a noisy SFT warm-up → GRPO with the
+(toy/rubric_task.py) → a tiny generator (toy/tiny.py + rubric tokens) → a noisy SFT warm-up → GRPO with the
 hybrid reward (configs/grpo_rubric_generator/tiny_cpu.yaml, toy scorer) → eval.rubrics on held-out triplets for the
 warm-up and the trained generator, beside the general-rubric, pointwise and pairwise rows.
 
-    python -m train.rubric_quickstart --out runs/rubrics
-    python -m train.rubric_quickstart --out runs/rubrics --grpo_args '--scorer server --scorer_server URL/v1 ...'
+    python -m toy.rubric_quickstart --out runs/rubrics
+    python -m toy.rubric_quickstart --out runs/rubrics --grpo_args '--scorer server --scorer_server URL/v1 ...'
 
 A rerun reuses every finished stage.
 
-It still builds a tiny from-scratch generator (openrm/tiny.py), not the packaged SmolLM2 the judge's quickstart uses:
+It still builds a tiny from-scratch generator (toy/tiny.py), not the packaged SmolLM2 the judge's quickstart uses:
 a from-scratch model learns the rubric's JSON format but cannot copy the query's entity from its prompt, so its gain
 is in validity, not in query-specific rubrics (bench/RESULTS.md). SmolLM2, which copies from its context, is the
 model on which query-specific rubrics can be learned.
@@ -23,10 +23,10 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openrm.rubrics.toy import PARTS, ToyRubricTask, add_rubric_tokens
-from openrm.tiny import TinyConfig, built_from
-from openrm.tiny import build as build_tiny
-from openrm.toyworld import ToyWorld
+from toy.rubric_task import PARTS, ToyRubricTask, add_rubric_tokens
+from toy.tiny import TinyConfig, built_from
+from toy.tiny import build as build_tiny
+from toy.world import ToyWorld
 
 logger = logging.getLogger("openrm.rubric_quickstart")
 ROOT = Path(__file__).resolve().parents[1]

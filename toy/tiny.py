@@ -5,7 +5,7 @@ The tokenizer is a byte-level BPE trained on toy-world text and our prompts, wit
 and TRL's own `qwen2_5.jinja` chat template, so chat formatting, stop strings and multi-token tags behave
 as they do with the real Qwen2.5 (our tags are deliberately *not* single tokens).
 
-    build("runs/tiny-judge", TinyConfig(hidden_size=128))  # CLI: python -m train.toy_assets --tiny_out DIR
+    build("runs/tiny-judge", TinyConfig(hidden_size=128))  # CLI: python -m toy.assets --tiny_out DIR
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from openrm import protocol
-from openrm.toyworld import ToyWorld
+from toy.world import ToyWorld
 
 logger = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 packaged SmolLM2-135M-Instruct → zero-shot judging → SFT warm-up on gold trajectories whose tool is a fair coin →
 GRPO with live search → export → both-order judging of held-out pairs → a table and the training curves.
 
-    make quickstart                       # = python -m train.quickstart --out runs/quickstart
-    python -m train.quickstart --config configs/quickstart/smollm2.yaml
+    make quickstart                       # = python -m toy.quickstart --out runs/quickstart
+    python -m toy.quickstart --config configs/quickstart/smollm2.yaml
 
 The toy world's facts are fictional, so a judge can only decide its pairs by searching. The warm-up teaches the
 protocol but draws each trajectory's tool by a coin, so it searches the wrong corpus about half the time and then
@@ -21,11 +21,11 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openrm.toyworld import DOMAINS, ToyWorld, WorldSize, write_dataset
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
-from train.toy_warmup import WarmupPlan, warm_up
+from toy.warmup import WarmupPlan, warm_up
+from toy.world import DOMAINS, ToyWorld, WorldSize, write_dataset
 
 logger = logging.getLogger("openrm.quickstart")
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_help_lists_the_flags():
-    proc = subprocess.run([sys.executable, "-m", "train.toy_assets", "--help"], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "toy.assets", "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0
     for flag in ("--world_out", "--n_train", "--tiny_out", "--hidden_size", "--tokenizer"):

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from openrm import protocol
-from openrm.toyworld import DOMAINS, ToyWorld
+from toy.world import DOMAINS, ToyWorld
 
 logger = logging.getLogger("openrm.quickstart")
 # Bumped whenever the records or the trainer settings change for the same plan, so an older warm-up is redone.

@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from train.policy_quickstart import summary
+from toy.policy_quickstart import summary
 
 SMALL = ["--n_questions", "16", "--samples_per_question", "4", "--sft_steps", "4", "--grpo_steps", "2",
          "--eval_samples", "2"]
 
 
 def test_policy_quickstart_runs_and_reuses_stages(tmp_path):
-    cmd = [sys.executable, "-m", "train.policy_quickstart", "--out", str(tmp_path), *SMALL]
+    cmd = [sys.executable, "-m", "toy.policy_quickstart", "--out", str(tmp_path), *SMALL]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "[5/5]" in first.stderr + first.stdout
@@ -31,7 +31,7 @@ def test_policy_quickstart_runs_and_reuses_stages(tmp_path):
 
 
 def test_too_few_questions_for_a_step_is_an_error():
-    from train.policy_quickstart import PolicyQuickstartArguments
+    from toy.policy_quickstart import PolicyQuickstartArguments
 
     with pytest.raises(ValueError, match="n_questions must be >= 16"):
         PolicyQuickstartArguments(n_questions=8)

@@ -1,14 +1,14 @@
 """A policy trained on judge tournaments, end to end on a laptop CPU in minutes, offline: the toy policy task
-(openrm/toy_policy.py) → a tiny policy → a noisy SFT warm-up → GRPO on tournament rewards with
+(toy/policy_task.py) → a tiny policy → a noisy SFT warm-up → GRPO on tournament rewards with
 configs/grpo_policy/tiny_cpu.yaml (toy-oracle match judge) → the trained policy against its step-0 self on the
 GRPO prompts and on held-out prompts → a table.
 
-    python -m train.policy_quickstart --out runs/policy
-    python -m train.policy_quickstart --out runs/policy-ssel --grpo_args '--topology seeded_single_elimination'
+    python -m toy.policy_quickstart --out runs/policy
+    python -m toy.policy_quickstart --out runs/policy-ssel --grpo_args '--topology seeded_single_elimination'
 
 A rerun reuses every finished stage and resumes an interrupted GRPO run.
 
-It still builds a tiny from-scratch policy (openrm/tiny.py), not the packaged SmolLM2 the judge's quickstart uses:
+It still builds a tiny from-scratch policy (toy/tiny.py), not the packaged SmolLM2 the judge's quickstart uses:
 its task is closed-book recall of toy facts, which a from-scratch model can only memorise, so it shows the tournament
 plumbing rather than a skill that generalises to held-out prompts (bench/RESULTS.md). A search-agent policy on
 SmolLM2, judged by the trained SmolLM2 judge, is the form that can generalise.
@@ -24,10 +24,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openrm.tiny import TinyConfig, built_from
-from openrm.tiny import build as build_tiny
-from openrm.toy_policy import FORMAT_PATTERN, PARTS, ToyPolicyTask
-from openrm.toyworld import ToyWorld
+from toy.policy_task import FORMAT_PATTERN, PARTS, ToyPolicyTask
+from toy.tiny import TinyConfig, built_from
+from toy.tiny import build as build_tiny
+from toy.world import ToyWorld
 
 logger = logging.getLogger("openrm.policy_quickstart")
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +132,7 @@ def answer_quality(task: ToyPolicyTask, rows: list[dict], answers: list[list[str
     """Share of sampled answers that state the truth (the oracle's agreement) and that keep the format."""
     import re
 
-    from openrm.tournament.toy_oracle import ToyOracle
+    from toy.oracle import ToyOracle
 
     oracle, fmt = ToyOracle.from_rows(task.world, rows), re.compile(FORMAT_PATTERN)
     flat = [(r["question"], a) for r, group in zip(rows, answers, strict=True) for a in group]
@@ -144,7 +144,7 @@ def evaluate(task: ToyPolicyTask, baseline: Path, policy: Path, samples: int, se
     """The policy against `baseline` (its step-0 self) on both parts: toy-oracle win rate of T = 1 samples with a
     95 % bootstrap interval over prompts, and the share of answers that state the truth and keep the format."""
     from eval.head_to_head import head_to_head, sample_answers
-    from openrm.tournament.toy_oracle import ToyOracle
+    from toy.oracle import ToyOracle
 
     table = {}
     for part in PARTS:

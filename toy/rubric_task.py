@@ -3,7 +3,7 @@ generator's learning proof on a laptop CPU.
 
 A query asks for a report on one entity ("Write a report on Velaen."). The preferred report is drawn from that
 entity's document; the rejected one from another entity's document that never names it. The hidden rule of the toy
-scorer (openrm/rubrics/toy_scorer.py) rates an item that names entities by whether the report mentions them, and
+scorer (toy/rubric_scorer.py) rates an item that names entities by whether the report mentions them, and
 an item that names none at a flat 5, so only a rubric naming the query's entity separates the two reports.
 
 A tiny from-scratch generator cannot write JSON at all, so it is first warmed up on a noisy mixture of rubrics
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from openrm.rubrics.prompts import generation_messages
-from openrm.toyworld import ToyWorld
+from toy.world import ToyWorld
 
 PARTS = ("grpo", "heldout")
 KINDS = ("person", "city", "river")
@@ -47,7 +47,7 @@ def entity_words(text: str, entities: frozenset[str]) -> set[str]:
 
 def add_rubric_tokens(model_dir: str | Path) -> int:
     """Add `JSON_PIECES` and every word of the toy rubrics to the tokenizer in `model_dir` (a tiny model from
-    openrm/tiny.py), resize the model's embeddings and save both; returns the number of tokens added."""
+    toy/tiny.py), resize the model's embeddings and save both; returns the number of tokens added."""
     from tokenizers import AddedToken
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

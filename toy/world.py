@@ -3,7 +3,7 @@
 Every fact is invented, so a judge can only tell the better answer by searching the world's corpora.
 Tests, the quickstart and learning checks use it instead of Wikipedia/arXiv.
 
-    write_dataset(ToyWorld(0), "runs/toy", 1000, 200)  # CLI: python -m train.toy_assets --world_out DIR
+    write_dataset(ToyWorld(0), "runs/toy", 1000, 200)  # CLI: python -m toy.assets --world_out DIR
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import pytest
 
 from openrm.parsing import parse_response
 from openrm.reward import RewardConfig, score
-from openrm.toyworld import CORPUS_OF_DOMAIN, DOMAINS, GOLD_TOOL, ToyWorld, WorldSize, write_dataset
+from toy.world import CORPUS_OF_DOMAIN, DOMAINS, GOLD_TOOL, ToyWorld, WorldSize, write_dataset
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_unknown_domain_and_split_are_rejected(world):
 
 
 def test_short_pairs_differ_in_one_single_word_value_and_balance_labels():
-    from openrm.toyworld import SHORT_FACTS
+    from toy.world import SHORT_FACTS
 
     world = ToyWorld(0)
     examples = world.examples(60, "train", style="short")

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from openrm import protocol
-from openrm.tiny import CARD_NAME, IM_END, TinyConfig, build, build_model, build_tokenizer, qwen_chat_template
-from openrm.toyworld import ToyWorld
+from toy.tiny import CARD_NAME, IM_END, TinyConfig, build, build_model, build_tokenizer, qwen_chat_template
+from toy.world import ToyWorld
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_words_tokenizer_keeps_names_and_values_whole_wherever_they_stand(tmp_pa
 
 
 def test_built_from_recognises_only_the_same_config(tiny_dir, tmp_path):
-    from openrm.tiny import built_from
+    from toy.tiny import built_from
 
     assert built_from(tiny_dir, TinyConfig())
     assert not built_from(tiny_dir, TinyConfig(seed=1))

@@ -1,26 +1,36 @@
-"""The toy-world oracle: stands in for the LLM with `openrm.toyworld`'s procedural questions and answers.
+"""The toy-world synthesis oracle: stands in for the LLM with `toy.world`'s procedural questions and answers.
 
 The positive states the document's facts, the negative gets some of them wrong, as an answer written without
-the document would. Deterministic and offline: `build_dataset --oracle toyworld` uses it for the quickstart and
-tests, through the same filters, A/B placement and record schema as the LLM path.
+the document would. Deterministic and offline: `build_dataset --oracle toyworld` (entry point group
+`openrm.synthesis_oracles`) uses it for tests, through the same filters, A/B placement and record schema as the LLM
+path.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from data_synthesis.pairs import Candidate
 from data_synthesis.pipeline import Slot
-from openrm.toyworld import ToyWorld
 from retrieval.corpus import CorpusPassage
+from toy.world import DOMAINS, ToyWorld
 
 GENERATOR = "oracle:toyworld"
 
 
-class ToyOracle:
+class ToySynthesisOracle:
+    generator = GENERATOR
+    domains = DOMAINS
+    # toy answers are short and differ only in the corrupted facts; toy questions come from a few templates
+    filter_overrides = {"min_answer_words": 5, "max_pair_jaccard": 1.0, "duplicate_jaccard": 1.0}
+
     def __init__(self, seed: int = 0) -> None:
         self.world = ToyWorld(seed)
         self._examples: dict[str, dict[str, Any]] = {}
+
+    def write_corpora(self, folder: Path) -> None:
+        self.world.write_corpora(folder)
 
     def plan(self, split: str, domain: str, n: int) -> Slot:
         example = self.world.example(n, split, (domain,))

@@ -1,7 +1,7 @@
 """Best-of-N candidate sets over the toy world: each toy question (from `toy_prompts`) gets N answers that state
 some of its facts right and the rest wrong, rated by how many they state right (the toy oracle's own count).
 
-    python -m eval.toy_candidates --out runs/bon/toy.jsonl --world_seed 0 --prompts 50 --candidates 4
+    python -m toy.candidates --out runs/bon/toy.jsonl --world_seed 0 --prompts 50 --candidates 4
     python -m eval.best_of_n --data runs/bon/toy.jsonl --judge toy-oracle --world_seed 0 --out runs/bon/toy
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from openrm.tournament import ToyOracle, toy_prompts
-from openrm.toyworld import KINDS, ToyWorld
+from toy.oracle import ToyOracle, toy_prompts
+from toy.world import KINDS, ToyWorld
 
 logger = logging.getLogger(__name__)
 

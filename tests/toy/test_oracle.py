@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from openrm.tournament import Arena, RoundRobin
-from openrm.tournament.toy_oracle import ToyOracle, toy_prompts
-from openrm.toyworld import ToyWorld
+from toy.oracle import ToyOracle, toy_prompts
+from toy.world import ToyWorld
 
 
 @pytest.fixture(scope="module")

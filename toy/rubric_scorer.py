@@ -20,7 +20,8 @@ from typing import Any
 
 from openrm.rubrics import prompts
 from openrm.rubrics.scorer import ItemAsk, PairAsk, Rating, ReportAsk, RubricAsk
-from openrm.rubrics.toy import entity_words
+from toy.rubric_task import entity_words, toy_entities
+from toy.world import ToyWorld
 
 _RUBRIC_LINE = re.compile(r"^\d+\. ", re.MULTILINE)
 
@@ -109,3 +110,9 @@ def scorer_app(scorer: ToyScorer):
         return {"status": "ok", "served": served[0]}
 
     return app
+
+
+def scorer(spec: Any) -> ToyScorer:
+    """The `toy` scorer kind (entry point group `openrm.scorers`): the rule over toy world `spec.world_seed`."""
+    return ToyScorer(toy_entities(ToyWorld(spec.world_seed)))
+

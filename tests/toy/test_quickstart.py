@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from openrm import protocol
-from openrm.toyworld import ToyWorld
+from toy.world import ToyWorld
 
 SMALL = ["--n_train", "40", "--n_test", "8", "--sft_steps", "2", "--sft_batch", "2", "--grpo_steps", "1",
          "--n_eval", "2", "--threads", "2"]
@@ -17,7 +17,7 @@ SMALL = ["--n_train", "40", "--n_test", "8", "--sft_steps", "2", "--sft_batch", 
 
 @pytest.mark.slow
 def test_quickstart_runs_the_whole_slice_on_smollm2_and_reuses_stages(tmp_path):
-    cmd = [sys.executable, "-m", "train.quickstart", "--out", str(tmp_path), *SMALL]
+    cmd = [sys.executable, "-m", "toy.quickstart", "--out", str(tmp_path), *SMALL]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     assert first.returncode == 0, first.stderr[-3000:]
     log = first.stdout + first.stderr
@@ -54,13 +54,13 @@ def test_quickstart_runs_the_whole_slice_on_smollm2_and_reuses_stages(tmp_path):
     ("--n_train", "0", "n_train"), ("--n_eval", "500", "n_eval"), ("--domains", "sports", "domains"),
     ("--threads", "-1", "threads")])
 def test_quickstart_rejects_bad_arguments(tmp_path, flag, value, message):
-    cmd = [sys.executable, "-m", "train.quickstart", "--out", str(tmp_path), flag, value]
+    cmd = [sys.executable, "-m", "toy.quickstart", "--out", str(tmp_path), flag, value]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and message in result.stderr
 
 
 def test_warmup_records_are_gold_trajectories_and_the_coin_draws_each_tool_half_the_time():
-    from train.toy_warmup import WarmupPlan, gold_records
+    from toy.warmup import WarmupPlan, gold_records
 
     world = ToyWorld(0)
     coin = gold_records(world, 400, WarmupPlan(random_tool=True, domains=("wiki", "science")))
@@ -114,7 +114,7 @@ def row(accuracy, failures, tool, searches=2.0):
 
 
 def test_summary_words_follow_the_numbers():
-    from train.quickstart import results_table, summary
+    from toy.quickstart import results_table, summary
 
     table = {"zero-shot": row(0.0, 1.0, None, 0.0), "SFT warm-up": row(0.55, 0.0, 0.5),
              "after GRPO": row(0.93, 0.01, 0.97), "after GRPO, no search": row(0.2, 0.0, None, 0.0)}

@@ -20,8 +20,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from openrm.tournament.toy_oracle import toy_prompts
-from openrm.toyworld import ToyWorld
+from toy.oracle import toy_prompts
+from toy.world import ToyWorld
 
 SYSTEM = "Answer the question with <answer> and </answer> around the answer."
 FORMAT_PATTERN = r"<answer>[^<>]*</answer>"

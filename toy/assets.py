@@ -1,9 +1,9 @@
 """Build the offline stand-ins that tests and the quickstart use: the toy world's data and the tiny judge.
 
-    python -m train.toy_assets --world_out runs/toy --n_train 1000 --n_test 200
-    python -m train.toy_assets --tiny_out runs/tiny-judge --hidden_size 128 --layers 4
+    python -m toy.assets --world_out runs/toy --n_train 1000 --n_test 200
+    python -m toy.assets --tiny_out runs/tiny-judge --hidden_size 128 --layers 4
 
-The core modules (`openrm/toyworld.py`, `openrm/tiny.py`) only build; this entry point reads the command line.
+The core modules (`toy/world.py`, `toy/tiny.py`) only build; this entry point reads the command line.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from openrm.tiny import TOKENIZERS, TinyConfig  # noqa: E402
+from toy.tiny import TOKENIZERS, TinyConfig  # noqa: E402
 
 logger = logging.getLogger("openrm.toy_assets")
 _TINY = TinyConfig()
@@ -46,8 +46,8 @@ class ToyAssetsArguments:
 
 
 def main(args: ToyAssetsArguments) -> None:
-    from openrm.tiny import build
-    from openrm.toyworld import ToyWorld, write_dataset
+    from toy.tiny import build
+    from toy.world import ToyWorld, write_dataset
 
     if args.world_out:
         out = write_dataset(ToyWorld(args.world_seed), args.world_out, args.n_train, args.n_test)

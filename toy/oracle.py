@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from openrm.toyworld import ToyWorld
+from toy.world import ToyWorld
 
 logger = logging.getLogger(__name__)
 
@@ -100,3 +100,24 @@ def toy_prompts(world: ToyWorld, n: int, split: str = "train", style: str = "sho
                      "meta": {"source": "toyworld", "world_seed": world.seed, "doc_ids": list(meta["doc_ids"]),
                               "facts": [dict(f) for f in meta["facts"]]}})
     return rows
+
+
+KNOWN_PROMPTS = 2000  # per split and style: the questions `match_judge` knows when its rows carry no facts
+
+
+def match_judge(spec: Any, rows: Sequence[Mapping[str, Any]] = ()) -> ToyOracle:
+    """The `toy-oracle` match judge kind (entry point group `openrm.match_judges`) for toy world `spec.world_seed`.
+    Rows with `meta.facts` (policy prompt rows) key it; rows without (best-of-N candidate sets, preference rows)
+    must ask questions of the world's first KNOWN_PROMPTS prompts of each split and style."""
+    world = ToyWorld(spec.world_seed)
+    keyed = [r for r in rows if isinstance(r.get("meta"), Mapping) and "facts" in r["meta"]]
+    if keyed:
+        return ToyOracle.from_rows(world, keyed)
+    oracle = ToyOracle.from_rows(world, [r for split in ("train", "test") for style in ("long", "short")
+                                         for r in toy_prompts(world, KNOWN_PROMPTS, split, style)])
+    unknown = [r["question"] for r in rows if oracle.agreements(r["question"], "") is None]
+    if unknown:
+        raise ValueError(f"{len(unknown)} of {len(rows)} questions are not toy questions of world {world.seed} "
+                         f"(first: {unknown[0]!r}): check the world seed")
+    return oracle
+
