@@ -1,13 +1,13 @@
 # Two commands do all set-up on a fresh clone:
 #   make quickstart   # builds .venv, then runs the main job on the embedded default (toy world, packaged SmolLM2)
-#   make test         # builds .venv, then runs the test suite offline on CPU
+#   make test         # builds .venv, then runs the test suite offline on CPU (make test-fast: without the slow tests)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 OUT ?= runs/quickstart
 
-.PHONY: quickstart test lint clean
+.PHONY: quickstart test test-fast lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ quickstart: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -27,7 +27,7 @@ import numpy as np
 from eval.candidate_sets import RATINGS, CandidateSet, load_candidate_sets
 from eval.judging import VerdictStore
 from eval.run import build_judge
-from eval.settings import RunSettings, data_sha256
+from eval.settings import VerdictSettings, data_sha256
 from openrm.context import POLICIES as CONTEXT_POLICIES
 from openrm.tournament import TOPOLOGIES, Arena, Group, JudgePairwise, PairwiseGroupJudge, TournamentResult
 from plumbing import plugins
@@ -109,7 +109,7 @@ class BestOfNArguments:
 
 
 @dataclass(frozen=True)
-class BestOfNSettings(RunSettings):
+class BestOfNSettings(VerdictSettings):
     """eval.run's settings (the judge and its budgets, the data file's hash, the seed) plus what decides a pick's
     gold: a rerun into the same --out must match them all."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from eval import loaders, metrics, report
 from eval.judging import Evidence, VerdictStore, judge_examples
 from eval.predictions import PREDICTION_PRESETS, PredictionFormat, read_predictions
-from eval.settings import RunSettings
+from eval.settings import VerdictSettings
 from openrm.context import POLICIES as CONTEXT_POLICIES
 from plumbing.arguments import Collect
 from retrieval.retriever import parse_locations
@@ -181,7 +181,7 @@ def run(args: EvalArguments) -> dict:
         loaded.notes["prediction_rules"] = dict(read.rules.most_common())
     else:
         store = VerdictStore(out / "verdicts.jsonl")
-        RunSettings.of(args).check_or_write(out, has_verdicts=len(store) > 0)
+        VerdictSettings.of(args).check_or_write(out, has_verdicts=len(store) > 0)
         stale = [r["id"] for r in store.records.values() if r.get("mode") != args.mode]
         if stale:
             raise ValueError(f"{store.path} holds {len(stale)} verdicts of another mode "

@@ -26,7 +26,7 @@ import numpy as np
 from eval.best_of_n import measured_calls
 from eval.judging import VerdictStore
 from eval.preference_sets import PreferenceSet
-from eval.settings import RunSettings, data_sha256
+from eval.settings import VerdictSettings, data_sha256
 from openrm.tournament import Arena, Group, RoundRobin, TournamentResult
 
 ON_TIE = ("drop", "keep_original", "keep")
@@ -35,7 +35,7 @@ PAPER = {"openrm": 75.18, "rm_r1": 68.87}  # Table 6, selection accuracy (%) on 
 
 
 @dataclass(frozen=True)
-class SelectionSettings(RunSettings):
+class SelectionSettings(VerdictSettings):
     """eval.run's settings plus what changes a selection: a rerun into the same --out must match them all."""
 
     topology: str

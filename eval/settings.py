@@ -2,7 +2,7 @@
 hash, kept in `run.json` beside `verdicts.jsonl`. A resumed run must have the same settings, or it would mix verdicts
 judged one way with verdicts judged another (e.g. no-tools verdicts reported as tool-mode results).
 
-    settings = RunSettings.of(args)
+    settings = VerdictSettings.of(args)
     settings.check_or_write(Path(args.out))   # ValueError naming each difference
 """
 
@@ -32,7 +32,7 @@ def data_sha256(path: str | Path) -> str:
 
 
 @dataclass(frozen=True)
-class RunSettings:
+class VerdictSettings:
     """Everything that changes a verdict or an example's label. Not here: --limit, chunking, concurrency, device
     and scoring policies, which a resumed run may change freely."""
 
@@ -51,7 +51,7 @@ class RunSettings:
     max_context_tokens: int | None  # None: the checkpoint's own
 
     @classmethod
-    def of(cls, args: Any) -> RunSettings:
+    def of(cls, args: Any) -> VerdictSettings:
         judge = (f"{args.server} model={args.model} tokenizer={Path(args.tokenizer).resolve()}" if args.server
                  else str(Path(args.judge).resolve()))
         searches = args.mode in ("tools", "retrieve-then-judge")

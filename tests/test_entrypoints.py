@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("train", "eval", "retrieval", "data_synthesis", "bench")
+PACKAGES = ("train", "eval", "retrieval", "data_synthesis", "toy", "bench")
 MAIN = re.compile(r"^if __name__ == [\"']__main__[\"']:", re.MULTILINE)
 
 
@@ -34,6 +34,7 @@ def test_the_known_entry_points_are_found():
 
 
 @pytest.mark.parametrize("module", entry_points())
+@pytest.mark.slow
 def test_help_exits_cleanly_with_usage(module, tmp_path):
     proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)

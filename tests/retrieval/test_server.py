@@ -112,6 +112,7 @@ def test_backend_failure_is_a_500_for_that_request_only(indexes, serve):
         _good(client)
 
 
+@pytest.mark.slow
 def test_thousand_concurrent_requests_no_errors_batched_and_cached(indexes, serve, entity_queries):
     queries, _ = entity_queries("wiki")
     expected = dict(zip(queries, indexes["wiki"].search(queries, 3), strict=True))

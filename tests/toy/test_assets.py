@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from train import toy_assets
+from toy import assets as toy_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 

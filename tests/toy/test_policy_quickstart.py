@@ -9,6 +9,9 @@ import pytest
 
 from toy.policy_quickstart import summary
 
+pytestmark = pytest.mark.slow  # every test here builds or trains for seconds
+
+
 SMALL = ["--n_questions", "16", "--samples_per_question", "4", "--sft_steps", "4", "--grpo_steps", "2",
          "--eval_samples", "2"]
 

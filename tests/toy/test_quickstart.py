@@ -85,7 +85,8 @@ def test_warmup_records_are_gold_trajectories_and_the_coin_draws_each_tool_half_
 
 
 def test_warm_up_is_reused_only_for_the_same_plan(tmp_path, monkeypatch):
-    from train import sft_warmup, toy_warmup
+    from toy import warmup as toy_warmup
+    from train import sft_warmup
 
     seen = []
 
@@ -132,7 +133,7 @@ def test_summary_words_follow_the_numbers():
 
 
 def test_quickstart_judges_each_model_once_until_its_weights_change(tmp_path, monkeypatch):
-    from train import quickstart
+    from toy import quickstart
 
     calls = []
     monkeypatch.setattr(quickstart, "evaluate", lambda model, indexes, test, **kw: calls.append(kw) or {"accuracy": 1})

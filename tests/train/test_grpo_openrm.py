@@ -72,6 +72,7 @@ def _weights(path: Path) -> dict:
     return load_file(str(path / "model.safetensors"))
 
 
+@pytest.mark.slow
 def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_path):
     from train import grpo_openrm
 
@@ -98,6 +99,7 @@ def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_pat
         assert r["em"] == float(r["answer"] == r["label"])  # well-formedness is relaxed in the tiny config
 
 
+@pytest.mark.slow
 def test_resume_continues_the_step_and_the_optimizer(world_dir, tmp_path):
     import torch
 
@@ -114,6 +116,7 @@ def test_resume_continues_the_step_and_the_optimizer(world_dir, tmp_path):
     assert {int(s["step"]) for s in state.values()} == {3}
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_keep_every_group_on_its_own_prompt(world_dir, tmp_path):
     from transformers import AutoTokenizer
 
@@ -170,9 +173,10 @@ def test_bad_script_arguments_are_clear_errors():
     with pytest.raises(ValueError, match="KEY=VALUE"):
         OpenRMArguments(dataset="x", tools=["WIKI"])
     with pytest.raises(ValueError, match="unknown reward variant"):
-        OpenRMArguments(dataset="x", reward_variant="nope")
+        OpenRMArguments(dataset="x", reward_variant="nope", retrievers=["wiki=/x", "arxiv=/y"])
 
 
+@pytest.mark.slow
 def test_interleaved_domains_give_every_step_its_prompts_in_domain_turns(world_dir, tmp_path):
     """`--interleave_domains`: the prompts come in the seeded domain-by-domain order, not shuffled, so a step of few
     prompts never holds a run of one domain (which pushed one tool up for every question)."""

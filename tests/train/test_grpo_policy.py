@@ -68,6 +68,7 @@ def _logs(trainer) -> list[dict]:
     return [h for h in trainer.state.log_history if "tournament/judge_calls" in h]
 
 
+@pytest.mark.slow
 def test_round_robin_steps_change_the_policy_and_log_every_group(policy_dir, tmp_path):
     from safetensors.torch import load_file
 
@@ -87,6 +88,7 @@ def test_round_robin_steps_change_the_policy_and_log_every_group(policy_dir, tmp
     assert run["global_step"] == 2 and run["policy"]["topology"] == "round_robin"
 
 
+@pytest.mark.slow
 def test_the_greedy_anchor_is_the_policys_greedy_decode(policy_dir, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -110,6 +112,7 @@ def test_the_greedy_anchor_is_the_policys_greedy_decode(policy_dir, tmp_path):
         assert len(record["matches"]) == N_GEN - 1 and all(m["j"] == 0 for m in record["matches"])
 
 
+@pytest.mark.slow
 def test_resume_continues_the_steps(policy_dir, tmp_path):
     out = tmp_path / "resume"
     _run(policy_dir, out, "--max_steps", "2", "--save_steps", "1", "--save_total_limit", "3")
@@ -135,6 +138,7 @@ class _FirstShown:
 
 
 @pytest.mark.parametrize("judge, status", [(_Garbage(), "failures"), (_FirstShown(), "ties")])
+@pytest.mark.slow
 def test_a_garbage_or_position_biased_judge_gives_equal_rewards(policy_dir, tmp_path, monkeypatch, judge, status):
     from openrm.tournament import match_judge
 
@@ -146,6 +150,7 @@ def test_a_garbage_or_position_biased_judge_gives_equal_rewards(policy_dir, tmp_
     assert all(set(r["rewards"]) == {0.0} for r in _matches(tmp_path / "bad"))
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_judge_every_group_whole_once(policy_dir, tmp_path):
     """6 completions per process and groups of 4: group 1 straddles the two processes, and its greedy anchor
     is decoded on process 0."""
@@ -208,13 +213,15 @@ def test_bad_policy_arguments_are_clear_errors():
     with pytest.raises(ValueError, match="needs the exported judge folder"):
         PolicyArguments(dataset="x", judge="openrm")
     with pytest.raises(ValueError, match="anchor to 0"):
-        PolicyArguments(dataset="x", judge="toy-oracle", topology="anchor", topology_options='{"anchor": 2}', greedy_anchor=True)
+        PolicyArguments(dataset="x", judge="toy-oracle", topology="anchor", topology_options='{"anchor": 2}',
+                        greedy_anchor=True)
     with pytest.raises(ValueError, match="rewards must be one of"):
         PolicyArguments(dataset="x", judge="toy-oracle", rewards="rubrics")
     with pytest.raises(ValueError, match="scorer_server"):
         PolicyArguments(dataset="x", judge="toy-oracle", rewards="rubric", rubric_scorer="server")
 
 
+@pytest.mark.slow
 def test_rubric_rewards_generate_each_prompts_rubric_once_and_score_every_completion(policy_dir, tmp_path):
     """The untrained tiny model as rubric generator writes no valid rubric, so every prompt gets the general rubric
     (logged, cached once per prompt); the toy scorer rates 5 on items that name no entity, so every completion's
@@ -231,6 +238,7 @@ def test_rubric_rewards_generate_each_prompts_rubric_once_and_score_every_comple
     assert all(h["rewards/rubric_score/std"] == 0.0 and "tournament/judge_calls" in h for h in logs)
 
 
+@pytest.mark.slow
 def test_a_bad_rubric_column_or_none_at_all_stops_before_training(policy_dir, tmp_path):
     rows = [json.loads(x) for x in (policy_dir / "prompts.jsonl").read_text().splitlines()]
     good = '[{"title": "Names it", "description": "Names the river.", "weight": 1}]'

@@ -87,30 +87,8 @@ def test_ties_and_failures_follow_the_flag_without_judging_again(tmp_path):
         == "standard" and dataset(tmp_path)[0]["chosen"] == "100 degrees Celsius."
 
 
-class RatingJudge:
-    """Scripted match judge over the UltraFeedback raw fixture: prefers the higher overall_score (0.5 on equal
-    ratings) except on the haiku question, where it prefers the lower."""
-
-    orders = 2
-
-    def __init__(self):
-        sets = load_candidate_sets(RAW).sets
-        self.rating = {(s.question, c): r for s in sets for c, r in zip(s.candidates, s.ratings, strict=True)}
-        self.calls = 0
-
-    def compare_many(self, items):
-        self.calls += len(items)
-        out = []
-        for q, x, y in items:
-            rx, ry = self.rating[(q, x)], self.rating[(q, y)]
-            if q.startswith("Write a haiku"):
-                rx, ry = ry, rx
-            out.append(1.0 if rx > ry else 0.0 if rx < ry else 0.5)
-        return out
-
-
-def test_sets_of_more_than_two_play_a_tournament_best_and_worst(tmp_path):
-    judge = RatingJudge()
+def test_sets_of_more_than_two_play_a_tournament_best_and_worst(tmp_path, rating_judge):
+    judge = rating_judge(RAW, flip=lambda q: q.startswith("Write a haiku"))
     args = SelectArguments(data=str(RAW), out=str(tmp_path), judge="test-judge", no_tools=True)
     report = run(args, pairwise=judge)
     m = report["selection"]
@@ -182,6 +160,7 @@ def longer_wins(prompt: str, generated: str) -> str:
     return f"<think>longer</think>\n<answer>{'A' if len(a) >= len(b) else 'B'}</answer>"
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_without_judging_a_row_twice(tmp_path):
     """A served judge (a scripted model behind the loopback /v1/completions app) counts every prompt it gets; the
     run is killed with SIGKILL after two rows are stored, then rerun: the stored rows are never sent again."""

@@ -66,6 +66,7 @@ def _asks():
     return [("Write a report on Velaen.", specific, r) for r in reports]
 
 
+@pytest.mark.slow
 def test_fault_server_loses_nothing_and_a_rerun_sends_nothing(tmp_path):
     rule = ToyScorer(ENTITIES)
     server = FaultyScorerServer(rule, {1: "429", 2: "500", 3: "hang", 4: "malformed", 5: "prose"})

@@ -205,7 +205,8 @@ def test_bad_options_are_refused(bad):
 
 
 def test_policy_training_and_best_of_n_can_build_and_budget_it():
-    args = PolicyArguments(dataset="x", judge="toy-oracle", topology="active", topology_options='{"budget": 14, "rule": "closeness"}')
+    args = PolicyArguments(dataset="x", judge="toy-oracle", topology="active",
+                           topology_options='{"budget": 14, "rule": "closeness"}')
     assert args.topology_obj == Active(budget=14, rule="closeness")
     assert TOPOLOGIES["active"] is Active
     with pytest.raises(ValueError):

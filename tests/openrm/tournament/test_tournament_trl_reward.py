@@ -209,6 +209,7 @@ def test_a_crashing_topology_gives_equal_rewards_and_is_counted():
     assert metrics["tournament/crashed_groups"] == [2]
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_play_each_straddling_group_whole_and_once(tmp_path):
     """Real processes under `accelerate launch` (gloo all-gather): the middle group's completions live on both
     ranks, yet the judge only ever sees candidates of one group together and each group is judged on one rank."""
