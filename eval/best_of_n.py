@@ -5,8 +5,7 @@
         --topologies round_robin swiss seeded_single_elimination --budget 12 --out runs/bon/uf
     python -m eval.best_of_n --data runs/bon/toy.jsonl --judge toy-oracle --world_seed 0 --out runs/bon/toy
 
-`--judge` is an exported judge folder or an installed match judge kind (plumbing.plugins; the offline demo installs
-`toy-oracle`, which knows the toy world's questions).
+The judge's flags are eval.judge_args.JudgeArguments, as in eval.run and train.select_preferences.
 
 Writes picks.jsonl (one row per prompt and topology, appended batch by batch; a rerun skips the rows there and is
 refused when run.json's settings differ), results.json and report.md (the topologies side by side).
@@ -25,39 +24,21 @@ from typing import Any
 import numpy as np
 
 from eval.candidate_sets import RATINGS, CandidateSet, load_candidate_sets
+from eval.judge_args import JudgeArguments
 from eval.judging import VerdictStore
-from eval.run import build_judge
 from eval.settings import VerdictSettings, data_sha256
-from openrm.context import POLICIES as CONTEXT_POLICIES
-from openrm.tournament import TOPOLOGIES, Arena, Group, JudgePairwise, PairwiseGroupJudge, TournamentResult
-from plumbing import plugins
+from openrm.tournament import TOPOLOGIES, Arena, Group, PairwiseGroupJudge, TournamentResult
 from plumbing.arguments import Collect
-from retrieval.retriever import parse_locations
 
 logger = logging.getLogger(__name__)
 
 
 
-def is_plugin_judge(judge: str | None) -> bool:
-    """Whether `--judge` names an installed match judge kind rather than an exported judge folder."""
-    return bool(judge) and judge in plugins.names(plugins.MATCH_JUDGES)
-
-
 @dataclass
-class BestOfNArguments:
+class BestOfNArguments(JudgeArguments):
     data: str = field(metadata={"help": "candidate sets: our JSONL (id, question, candidates, ratings) or "
                                         "UltraFeedback-shaped rows (instruction, completions); JSON/JSONL/parquet"})
     out: str = field(metadata={"help": "output folder (picks.jsonl, run.json, results.json, report.md)"})
-    judge: str | None = field(default=None, metadata={
-        "help": "exported judge folder, or an installed match judge kind (e.g. toy-oracle, with --world_seed)"})
-    server: str | None = field(default=None, metadata={"help": "OpenAI-compatible URL serving the judge"})
-    model: str | None = field(default=None, metadata={"help": "served model name (with --server)"})
-    tokenizer: str | None = field(default=None, metadata={"help": "with --server: the exported judge folder"})
-    retrievers: list[str] = field(default_factory=list, metadata={
-        "help": "CORPUS=LOCATION (index folder or http:// server URL); repeat per corpus", "action": Collect,
-        "aliases": ["--retriever"]})
-    no_tools: bool = field(default=False, metadata={"help": "judge without search"})
-    world_seed: int | None = field(default=None, metadata={"help": "a plugin judge's world seed (toy-oracle)"})
     topologies: list[str] = field(default_factory=lambda: list(TOPOLOGIES), metadata={
         "help": f"topologies to compare, any of {sorted(TOPOLOGIES)}; repeat or list", "action": Collect})
     budget: float | None = field(default=None, metadata={
@@ -67,26 +48,9 @@ class BestOfNArguments:
     limit: int | None = field(default=None, metadata={"help": "only the first N usable candidate sets"})
     seed: int = field(default=0, metadata={"help": "seeds every tournament and the tie-break among top ranks"})
     batch_size: int = field(default=16, metadata={"help": "prompts per arena batch (and per checkpoint)"})
-    chunk_size: int = field(default=16, metadata={"help": "pairs per judge forward batch (exported judge)"})
-    device: str = field(default="cpu", metadata={"help": "torch device for --judge"})
-    max_completion_tokens: int | None = field(default=None, metadata={"help": "override the judge card's budget"})
-    max_new_tokens: int | None = field(default=None, metadata={"help": "override the card's per-turn budget"})
-    context_policy: str = field(default="truncate", metadata={"help": f"one of {CONTEXT_POLICIES} (see eval.run)"})
-    max_context_tokens: int | None = field(default=None, metadata={"help": "the judge's context in tokens"})
 
     def __post_init__(self):
-        if bool(self.judge) == bool(self.server):
-            raise ValueError("give exactly one of --judge and --server")
-        if self.server and not (self.tokenizer and self.model):
-            raise ValueError("--server needs --model (the served name) and --tokenizer (the exported judge folder)")
-        if is_plugin_judge(self.judge):
-            if self.world_seed is None:
-                raise ValueError(f"--judge {self.judge} needs --world_seed (the world its questions come from)")
-            if self.retrievers or self.no_tools:
-                raise ValueError(f"--judge {self.judge} is not a model: no --retrievers or --no_tools")
-        elif not (self.no_tools or self.retrievers):
-            raise ValueError("tool mode needs --retrievers CORPUS=LOCATION; pass --no_tools to judge without search")
-        self.locations = parse_locations(self.retrievers)
+        super().__post_init__()
         unknown = [t for t in self.topologies if t not in TOPOLOGIES]
         if unknown or not self.topologies:
             raise ValueError(f"--topologies must name some of {sorted(TOPOLOGIES)}, got {self.topologies}")
@@ -95,17 +59,10 @@ class BestOfNArguments:
             raise ValueError(f"--rating must be one of {RATINGS}, got {self.rating!r}")
         if self.budget is not None and self.budget <= 0:
             raise ValueError("--budget must be > 0")
-        for name in ("batch_size", "chunk_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be >= 1")
+        if self.batch_size < 1:
+            raise ValueError("--batch_size must be >= 1")
         if self.limit is not None and self.limit < 1:
             raise ValueError("--limit must be >= 1")
-        if self.context_policy not in CONTEXT_POLICIES:
-            raise ValueError(f"--context_policy must be one of {CONTEXT_POLICIES}, got {self.context_policy!r}")
-
-    @property
-    def mode(self) -> str:  # what eval.run.build_judge reads
-        return self.judge if is_plugin_judge(self.judge) else "no-tools" if self.no_tools else "tools"
 
 
 @dataclass(frozen=True)
@@ -118,19 +75,10 @@ class BestOfNSettings(VerdictSettings):
 
     @classmethod
     def of(cls, args: BestOfNArguments) -> BestOfNSettings:
-        judge = (f"{args.server} model={args.model} tokenizer={Path(args.tokenizer).resolve()}" if args.server
-                 else args.judge if is_plugin_judge(args.judge) else str(Path(args.judge).resolve()))
-        return cls("best_of_n", data_sha256(args.data), args.split, args.seed, None, args.mode, judge,
+        return cls("best_of_n", data_sha256(args.data), args.split, args.seed, None, args.mode, args.judge_id(),
                    dict(sorted(args.locations.items())) if args.mode == "tools" else {}, args.max_completion_tokens,
                    args.max_new_tokens, None, args.context_policy, args.max_context_tokens, args.rating,
                    args.world_seed)
-
-
-def plugin_judge(kind: str, world_seed: int, questions: Sequence[str]):
-    """The installed match judge `kind`, told the questions it will judge (it may refuse ones it does not know)."""
-    from openrm.tournament.match_judge import MatchJudgeSpec, build_pairwise
-
-    return build_pairwise(MatchJudgeSpec(kind=kind, world_seed=world_seed), [{"question": q} for q in questions])
 
 
 def expected_calls(topology: Any, ks: Sequence[int], orders: int) -> float:
@@ -226,11 +174,8 @@ def run(args: BestOfNArguments, pairwise: Any = None) -> dict[str, Any]:
     store = VerdictStore(out / "picks.jsonl", key=("topology", "id"))
     BestOfNSettings.of(args).check_or_write(out, has_verdicts=len(store) > 0)
     close = None
-    if pairwise is None and is_plugin_judge(args.judge):
-        pairwise = plugin_judge(args.judge, args.world_seed, [s.question for s in sets])
-    elif pairwise is None:
-        judge, _ = build_judge(args)
-        pairwise, close = JudgePairwise(judge), judge.close
+    if pairwise is None:
+        pairwise, close = args.open_match_judge([s.question for s in sets])
     arena = Arena(pairwise=pairwise, group=PairwiseGroupJudge(pairwise), seed=args.seed)
     ks = [len(s.candidates) for s in sets]
     results: dict[str, Any] = {"data": args.data, "judge": args.judge or args.server, "mode": args.mode,

@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval import loaders, metrics, report
+from eval.judge_args import JudgeArguments
 from eval.judging import Evidence, VerdictStore, judge_examples
 from eval.predictions import PREDICTION_PRESETS, PredictionFormat, read_predictions
 from eval.settings import VerdictSettings
-from openrm.context import POLICIES as CONTEXT_POLICIES
-from plumbing.arguments import Collect
-from retrieval.retriever import parse_locations
 
 logger = logging.getLogger(__name__)
 
@@ -39,16 +37,10 @@ def _pairs(text: str, what: str) -> dict[str, str]:
 
 
 @dataclass
-class EvalArguments:
+class EvalArguments(JudgeArguments):
     benchmark: str = field(metadata={"help": f"one of {loaders.BENCHMARKS}"})
     data: str = field(metadata={"help": "benchmark file or HF dataset folder (JSON, JSONL, parquet, save_to_disk)"})
     out: str = field(metadata={"help": "output folder (results.json, verdicts.jsonl, report.md, report.png)"})
-    judge: str | None = field(default=None, metadata={"help": "exported judge folder (HF checkpoint + judge card)"})
-    server: str | None = field(default=None, metadata={
-        "help": "OpenAI-compatible completions URL serving the judge (vLLM), e.g. http://127.0.0.1:8000/v1"})
-    model: str | None = field(default=None, metadata={"help": "served model name (with --server)"})
-    tokenizer: str | None = field(default=None, metadata={
-        "help": "with --server: the exported judge folder, for its tokenizer and judge card"})
     predictions: str | None = field(default=None, metadata={"help": "score precomputed verdicts from this file"})
     predictions_format: str = field(default="openrm", metadata={
         "help": f"preset {sorted(PREDICTION_PRESETS)} or custom (+ --id_field --verdict_field --verdict_values)"})
@@ -56,30 +48,15 @@ class EvalArguments:
     verdict_field: str | None = field(default=None, metadata={"help": "custom predictions: the verdict field"})
     verdict_values: str | None = field(default=None, metadata={
         "help": "custom predictions: value=A|B|tie pairs, e.g. '1=A,2=B,0=tie'; other values are failures"})
-    no_tools: bool = field(default=False, metadata={"help": "judge without search (direct-reasoning baseline)"})
     retrieve_then_judge: bool = field(default=False, metadata={
         "help": "retrieve once for the question, put the passages in the prompt, judge without the tool loop"})
-    retrievers: list[str] = field(default_factory=list, metadata={
-        "help": "CORPUS=LOCATION (index folder or http:// server URL); repeat per corpus", "action": Collect,
-        "aliases": ["--retriever"]})
     split: str | None = field(default=None, metadata={"help": "split of a DatasetDict folder (in-domain: test)"})
     limit: int | None = field(default=None, metadata={"help": "judge only the first N usable examples"})
     seed: int = field(default=0, metadata={"help": "seeds A/B placement (RewardBench) and the bootstrap"})
     tie_policy: str = field(default="half", metadata={"help": f"tie on an A/B item: {metrics.POLICIES}"})
     failure_policy: str = field(default="wrong", metadata={"help": f"parse failure: {metrics.POLICIES}"})
     bootstrap: int = field(default=1000, metadata={"help": "bootstrap resamples for the 95%% intervals"})
-    chunk_size: int = field(default=16, metadata={"help": "pairs per judge call (and per checkpoint of progress)"})
     concurrency: int = field(default=1, metadata={"help": "judge calls in flight (use > 1 with --server)"})
-    device: str = field(default="cpu", metadata={"help": "torch device for --judge"})
-    max_completion_tokens: int | None = field(default=None, metadata={"help": "override the judge card's budget"})
-    max_new_tokens: int | None = field(default=None, metadata={"help": "override the card's per-turn budget"})
-    context_policy: str = field(default="truncate", metadata={
-        "help": "a prompt longer than the context minus max_completion_tokens: 'truncate' (cut the middle of each "
-                "answer, one cap for both, a visible note where cut) or 'fail' (judged as a failure, not sent); "
-                "every such row is counted and listed in the report"})
-    max_context_tokens: int | None = field(default=None, metadata={
-        "help": "the judge's context in tokens (default: the checkpoint's max_position_embeddings; give the "
-                "server's --max-model-len for a served judge that holds less)"})
     evidence_tokens: int = field(default=512, metadata={"help": "retrieve-then-judge: token budget of passages"})
     fields: str | None = field(default=None, metadata={
         "help": "--benchmark pairwise: question=F,answer_a=F,answer_b=F,label=F[,id=F,subset=F,context=F]"})
@@ -88,42 +65,20 @@ class EvalArguments:
     def __post_init__(self):
         if self.benchmark not in loaders.BENCHMARKS:
             raise ValueError(f"--benchmark must be one of {loaders.BENCHMARKS}, got {self.benchmark!r}")
-        sources = [x for x in (self.judge, self.server, self.predictions) if x]
-        if len(sources) != 1:
-            raise ValueError("give exactly one of --judge, --server, --predictions")
-        if self.server and not (self.tokenizer and self.model):
-            raise ValueError("--server needs --model (the served name) and --tokenizer (the exported judge folder)")
-        if self.no_tools and self.retrieve_then_judge:
-            raise ValueError("--no_tools and --retrieve_then_judge are different baselines; pick one")
-        if self.predictions and (self.no_tools or self.retrieve_then_judge or self.retrievers):
-            raise ValueError("--predictions scores a file; judging options do not apply")
-        if self.retrieve_then_judge and not self.retrievers:
-            raise ValueError("--retrieve_then_judge needs --retrievers CORPUS=LOCATION")
-        if not (self.predictions or self.no_tools or self.retrieve_then_judge or self.retrievers):
-            # without retrievers the judge would silently use the no-search prompt under the name "tools"
-            raise ValueError("tool mode needs --retrievers CORPUS=LOCATION; pass --no_tools to judge without search")
-        self.locations = parse_locations(self.retrievers)
+        super().__post_init__()
+        if self.plugin:
+            raise ValueError(f"--judge {self.judge} is a match judge for tournaments; eval.run judges with a model")
         metrics.check_policy("--tie_policy", self.tie_policy)
         metrics.check_policy("--failure_policy", self.failure_policy)
         if self.predictions_format not in (*PREDICTION_PRESETS, "custom"):
             raise ValueError(f"--predictions_format must be one of {sorted(PREDICTION_PRESETS)} or custom")
         if self.predictions_format == "custom" and not (self.id_field and self.verdict_field and self.verdict_values):
             raise ValueError("--predictions_format custom needs --id_field, --verdict_field and --verdict_values")
-        for name in ("chunk_size", "concurrency", "bootstrap", "evidence_tokens"):
+        for name in ("concurrency", "bootstrap", "evidence_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be >= 1")
         if self.limit is not None and self.limit < 1:
             raise ValueError("--limit must be >= 1")
-        if self.context_policy not in CONTEXT_POLICIES:
-            raise ValueError(f"--context_policy must be one of {CONTEXT_POLICIES}, got {self.context_policy!r}")
-        if self.max_context_tokens is not None and self.max_context_tokens < 1:
-            raise ValueError("--max_context_tokens must be >= 1")
-
-    @property
-    def mode(self) -> str:
-        if self.predictions:
-            return "predictions"
-        return "no-tools" if self.no_tools else "retrieve-then-judge" if self.retrieve_then_judge else "tools"
 
     def spec(self) -> loaders.PairwiseSpec | None:
         if self.benchmark != "pairwise":
@@ -138,23 +93,10 @@ class EvalArguments:
         return PredictionFormat(self.id_field, {self.verdict_field: _pairs(self.verdict_values, "--verdict_values")})
 
 
-def build_judge(args: EvalArguments, concurrency: int | None = None):
-    """The judge of `args`, with tools (tool mode) or without (both baselines), and the evidence retriever.
-    `concurrency`: a served judge's requests in flight (None: `Judge.from_server`'s default)."""
-    from openrm.judge import Judge
-
+def build_judge(args: EvalArguments):
+    """The judge of `args` (JudgeArguments.open_judge), and the evidence retriever of retrieve-then-judge."""
     retrievers = args.locations
-    options = {k: getattr(args, k) for k in ("max_completion_tokens", "max_new_tokens", "max_context_tokens")
-               if getattr(args, k)}
-    options["context_policy"] = args.context_policy
-    options["batch_size"] = 2 * args.chunk_size
-    judge_retrievers = retrievers if args.mode == "tools" else None
-    if args.server:
-        if concurrency is not None:
-            options["concurrency"] = concurrency
-        judge = Judge.from_server(args.server, args.model, args.tokenizer, judge_retrievers, **options)
-    else:
-        judge = Judge.from_pretrained(args.judge, judge_retrievers, device=args.device, **options)
+    judge = args.open_judge()
     evidence = None
     if args.mode == "retrieve-then-judge":
         from openrm.card import JudgeCard

@@ -45,9 +45,8 @@ class SelectionSettings(VerdictSettings):
 
     @classmethod
     def of(cls, args: Any) -> SelectionSettings:
-        judge = (f"{args.server} model={args.model} tokenizer={Path(args.tokenizer).resolve()}" if args.server
-                 else f"predictions {Path(args.predictions).resolve()} ({args.predictions_format})"
-                 if args.predictions else args.judge if args.mode == "toy-oracle" else str(Path(args.judge).resolve()))
+        judge = (f"predictions {Path(args.predictions).resolve()} ({args.predictions_format})" if args.predictions
+                 else args.judge_id())
         spec = ",".join(f"{k}={v}" for k, v in sorted(args.field_map.items())) or None
         return cls("select_preferences", data_sha256(args.data), args.split, args.seed, spec, args.mode, judge,
                    dict(sorted(args.locations.items())) if args.mode == "tools" else {}, args.max_completion_tokens,

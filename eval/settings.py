@@ -52,8 +52,7 @@ class VerdictSettings:
 
     @classmethod
     def of(cls, args: Any) -> VerdictSettings:
-        judge = (f"{args.server} model={args.model} tokenizer={Path(args.tokenizer).resolve()}" if args.server
-                 else str(Path(args.judge).resolve()))
+        judge = args.judge_id()
         searches = args.mode in ("tools", "retrieve-then-judge")
         spec = f"fields={args.fields} labels={args.labels}" if args.benchmark == "pairwise" else None
         return cls(args.benchmark, data_sha256(args.data), args.split, args.seed, spec, args.mode, judge,

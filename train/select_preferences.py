@@ -25,40 +25,28 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.best_of_n import is_plugin_judge, plugin_judge  # noqa: E402
 from eval.candidate_sets import RATINGS  # noqa: E402
+from eval.judge_args import JudgeArguments  # noqa: E402
 from eval.predictions import PREDICTION_PRESETS  # noqa: E402
 from eval.selection import ON_TIE, OUTPUT_FORMATS  # noqa: E402
-from openrm.context import POLICIES as CONTEXT_POLICIES  # noqa: E402
 from openrm.tournament import TOPOLOGIES  # noqa: E402
 from plumbing.arguments import Collect, parse_pairs  # noqa: E402
-from retrieval.retriever import parse_locations  # noqa: E402
 
 logger = logging.getLogger("openrm.select_preferences")
 
 
 @dataclass
-class SelectArguments:
+class SelectArguments(JudgeArguments):
     data: str = field(metadata={"help": "rows of a prompt and >= 2 responses: UltraFeedback raw, binarized "
                                         "(prompt/chosen/rejected) or candidate JSONL; JSON/JSONL/parquet/HF folder"})
     out: str = field(metadata={"help": "output folder (selections.jsonl, run.json, dataset/, report.json/.md)"})
     fields: list[str] = field(default_factory=list, metadata={
         "help": "NAME=FIELD mapping for other files: prompt, chosen, rejected, score_chosen, score_rejected, id "
                 "(pairs) or prompt, candidates, ratings, id (sets)", "action": Collect})
-    judge: str | None = field(default=None, metadata={
-        "help": "exported judge folder, or an installed match judge kind (e.g. toy-oracle)"})
-    server: str | None = field(default=None, metadata={"help": "OpenAI-compatible URL serving the judge"})
-    model: str | None = field(default=None, metadata={"help": "served model name (with --server)"})
-    tokenizer: str | None = field(default=None, metadata={"help": "with --server: the exported judge folder"})
     concurrency: int = field(default=8, metadata={"help": "with --server: requests in flight"})
     predictions: str | None = field(default=None, metadata={
         "help": "a predictions file as the judge (pairs only): per row id, A = the first candidate wins"})
     predictions_format: str = field(default="openrm", metadata={"help": f"one of {sorted(PREDICTION_PRESETS)}"})
-    retrievers: list[str] = field(default_factory=list, metadata={
-        "help": "CORPUS=LOCATION (index folder or http:// server URL); repeat per corpus", "action": Collect,
-        "aliases": ["--retriever"]})
-    no_tools: bool = field(default=False, metadata={"help": "judge without search"})
-    world_seed: int | None = field(default=None, metadata={"help": "a plugin judge's world seed (toy-oracle)"})
     topology: str = field(default="round_robin", metadata={
         "help": f"tournament for rows of > 2 candidates (best → chosen, worst → rejected): {sorted(TOPOLOGIES)}"})
     on_tie: str = field(default="drop", metadata={
@@ -70,42 +58,20 @@ class SelectArguments:
     limit: int | None = field(default=None, metadata={"help": "only the first N usable rows"})
     seed: int = field(default=0, metadata={"help": "seeds tournaments and draws among equal ranks"})
     batch_size: int = field(default=16, metadata={"help": "rows per judge batch (and per checkpoint)"})
-    chunk_size: int = field(default=16, metadata={"help": "pairs per judge forward batch (exported judge)"})
-    device: str = field(default="cpu", metadata={"help": "torch device for --judge"})
-    max_completion_tokens: int | None = field(default=None, metadata={"help": "override the judge card's budget"})
-    max_new_tokens: int | None = field(default=None, metadata={"help": "override the card's per-turn budget"})
-    context_policy: str = field(default="truncate", metadata={"help": f"one of {CONTEXT_POLICIES} (see eval.run)"})
-    max_context_tokens: int | None = field(default=None, metadata={"help": "the judge's context in tokens"})
 
     def __post_init__(self):
-        if sum(map(bool, (self.judge, self.server, self.predictions))) != 1:
-            raise ValueError("give exactly one of --judge, --server, --predictions")
-        if self.server and not (self.tokenizer and self.model):
-            raise ValueError("--server needs --model (the served name) and --tokenizer (the exported judge folder)")
-        if is_plugin_judge(self.judge) and self.world_seed is None:
-            raise ValueError(f"--judge {self.judge} needs --world_seed (the world its questions come from)")
-        model_judge = bool(self.server) or bool(self.judge) and not is_plugin_judge(self.judge)
-        if not model_judge and (self.retrievers or self.no_tools):
-            raise ValueError("--retrievers / --no_tools are for an exported or served judge")
-        if model_judge and not (self.no_tools or self.retrievers):
-            raise ValueError("tool mode needs --retrievers CORPUS=LOCATION; pass --no_tools to judge without search")
-        self.locations = parse_locations(self.retrievers)
+        super().__post_init__()
         self.field_map = parse_pairs(self.fields, "--fields")
         choices = {"topology": TOPOLOGIES, "on_tie": ON_TIE, "output_format": OUTPUT_FORMATS, "rating": RATINGS,
-                   "context_policy": CONTEXT_POLICIES, "predictions_format": PREDICTION_PRESETS}
+                   "predictions_format": PREDICTION_PRESETS}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"--{name} must be one of {sorted(allowed)}, got {getattr(self, name)!r}")
-        for name in ("batch_size", "chunk_size", "concurrency"):
+        for name in ("batch_size", "concurrency"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be >= 1")
         if self.limit is not None and self.limit < 1:
             raise ValueError("--limit must be >= 1")
-
-    @property
-    def mode(self) -> str:  # what eval.run.build_judge and run.json read
-        return ("predictions" if self.predictions else self.judge if is_plugin_judge(self.judge)
-                else "no-tools" if self.no_tools else "tools")
 
 
 def match_judge(args: SelectArguments, rows: Sequence[Any]):
@@ -120,13 +86,7 @@ def match_judge(args: SelectArguments, rows: Sequence[Any]):
         if judge.missing:
             logger.warning("%d rows have no prediction (first: %r): failures", len(judge.missing), judge.missing[0])
         return judge, None
-    if is_plugin_judge(args.judge):
-        return plugin_judge(args.judge, args.world_seed, [r.question for r in rows]), None
-    from eval.run import build_judge
-    from openrm.tournament import JudgePairwise
-
-    judge, _ = build_judge(args, concurrency=args.concurrency)
-    return JudgePairwise(judge), judge.close
+    return args.open_match_judge([r.question for r in rows], concurrency=args.concurrency)
 
 
 def run(args: SelectArguments, pairwise: Any = None) -> dict[str, Any]:
