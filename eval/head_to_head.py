@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from openrm.tournament.judges import checked_p
-from openrm.tournament.match_judge import MatchJudgeSpec, pairwise_kinds
+from openrm.tournament.match_judge import MatchJudgeSpec, judge_kind, pairwise_kinds
 from plumbing.arguments import Collect
 
 logger = logging.getLogger(__name__)
@@ -96,8 +96,8 @@ class HeadToHeadArguments:
     baseline: str = field(metadata={"help": "Checkpoint it plays against (e.g. its step-0 self)."})
     prompts: str = field(metadata={"help": "JSONL of prompt rows (prompt, question; meta for a plugin judge)."})
     out: str = field(default="", metadata={"help": "Folder for head_to_head.json and the sampled answers."})
-    judge: str = field(default="", metadata={"help": f"Match judge (required): one of {pairwise_kinds()}."})
-    judge_path: str = field(default="", metadata={"help": "Exported openrm judge folder."})
+    judge: str = field(default="", metadata={"help": "Match judge (required): an exported judge folder or an "
+                                                     "installed match judge kind (e.g. toy-oracle)."})
     retrievers: list[str] = field(default_factory=list, metadata={"help": "CORPUS=LOCATION for the judge's tools.",
                                                                   "action": Collect})
     world_seed: int = field(default=0, metadata={"help": "A plugin judge's world (toy-oracle: the prompts' world)."})
@@ -112,11 +112,12 @@ def main(args: HeadToHeadArguments) -> HeadToHead:
     from retrieval.retriever import parse_locations
 
     if not args.judge:
-        raise ValueError(f"--judge is required: the match judge, one of {pairwise_kinds()}")
+        raise ValueError(f"--judge is required: an exported judge folder or one of {pairwise_kinds()}")
     rows = [json.loads(line) for line in Path(args.prompts).read_text(encoding="utf-8").splitlines() if line.strip()]
     if not rows:
         raise ValueError(f"{args.prompts}: no prompt rows")
-    spec = MatchJudgeSpec(kind=args.judge, path=args.judge_path, world_seed=args.world_seed,
+    kind = judge_kind(args.judge)
+    spec = MatchJudgeSpec(kind=kind, path=args.judge if kind.startswith("openrm") else "", world_seed=args.world_seed,
                           retrievers=parse_locations(args.retrievers) if args.retrievers else {})
     judge = build_pairwise(spec, rows)
     prompts = [r["prompt"] for r in rows]

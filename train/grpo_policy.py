@@ -30,7 +30,8 @@ if __package__ in (None, ""):  # `accelerate launch train/grpo_policy.py` runs t
 
 from openrm.rubrics.scorer_spec import ScorerSpec, scorer_kinds  # noqa: E402
 from openrm.tournament import SHAPINGS, TOPOLOGIES  # noqa: E402
-from openrm.tournament.match_judge import GROUP_KINDS, MatchJudgeSpec, pairwise_kinds  # noqa: E402
+from openrm.tournament.match_judge import GROUP_KINDS, MatchJudgeSpec, judge_kind  # noqa: E402
+from plumbing import plugins  # noqa: E402
 from plumbing.arguments import Collect  # noqa: E402
 from retrieval.retriever import parse_locations  # noqa: E402
 
@@ -47,11 +48,15 @@ class PolicyArguments:
                                            "prompt), id, and answer for a verifier; a plugin judge may read meta."})
     dataset_split: str = field(default="train", metadata={"help": "Split to train on when `dataset` has splits."})
     max_examples: int = field(default=0, metadata={"help": "Train on the first N prompts only (0 = all)."})
-    judge: str = field(default="", metadata={"help": f"Match judge (required): one of {pairwise_kinds()}."})
-    judge_path: str = field(default="", metadata={"help": "Exported openrm judge folder (its tokenizer and card)."})
-    judge_server: str = field(default="", metadata={"help": "OpenAI-compatible URL of a served judge "
-                                                            "(http://host:8000/v1; judge openrm-server)."})
+    judge: str = field(default="", metadata={
+        "help": "Match judge (required): an exported judge folder, an installed match judge kind "
+                f"({', '.join(plugins.names(plugins.MATCH_JUDGES)) or 'none installed'}), or none (a rubric group "
+                "judge only)."})
+    judge_server: str = field(default="", metadata={"help": "OpenAI-compatible URL serving --judge "
+                                                            "(http://host:8000/v1); --judge is then its folder."})
     judge_model: str = field(default="", metadata={"help": "Model name the judge server serves."})
+    judge_backend: str = field(default="transformers", metadata={
+        "help": "How a local --judge folder runs: transformers or vllm (in process)."})
     judge_device: str = field(default="cpu", metadata={"help": "Device of a local judge checkpoint."})
     judge_batch_size: int = field(default=64, metadata={"help": "Judge rollouts per generate call."})
     judge_concurrency: int = field(default=8, metadata={"help": "Judge requests in flight to a server."})
@@ -112,10 +117,12 @@ class PolicyArguments:
             raise ValueError(f"shaping must be one of {sorted(SHAPINGS)}, verifier one of {VERIFIERS}, "
                              f"max_examples >= 0")
         if not self.judge:
-            raise ValueError(f"--judge is required: the match judge, one of {pairwise_kinds()} (an openrm kind also "
-                             "needs --judge_path)")
+            raise ValueError("--judge is required: an exported judge folder, an installed match judge kind "
+                             f"{plugins.names(plugins.MATCH_JUDGES)}, or none")
+        kind = judge_kind(self.judge, self.judge_server, self.judge_backend)
         self.judge_spec = MatchJudgeSpec(
-            kind=self.judge, path=self.judge_path, server=self.judge_server, model=self.judge_model,
+            kind=kind, path=self.judge if kind.startswith("openrm") else "", server=self.judge_server,
+            model=self.judge_model,
             retrievers=parse_locations(self.retrievers) if self.retrievers else {}, device=self.judge_device,
             batch_size=self.judge_batch_size, concurrency=self.judge_concurrency, world_seed=self.world_seed,
             group=self.group_judge, group_server=self.group_server, group_model=self.group_model)

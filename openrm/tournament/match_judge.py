@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from plumbing import plugins
@@ -61,6 +62,19 @@ class MatchJudgeSpec:
             raise ValueError("batch_size and concurrency must be >= 1")
 
 
+def judge_kind(judge: str, server: str = "", backend: str = "transformers") -> str:
+    """The kind `--judge` names, the same way in every command: `none`, an installed plugin kind, or else an exported
+    judge folder, played through a server when `server` is given, else in process by `backend` (transformers |
+    vllm)."""
+    if judge == "none" or judge in plugins.names(plugins.MATCH_JUDGES):
+        return judge
+    if server:
+        return "openrm-server"
+    if backend not in ("transformers", "vllm"):
+        raise ValueError(f"judge backend must be transformers or vllm, got {backend!r}")
+    return "openrm-vllm" if backend == "vllm" else "openrm"
+
+
 def pairwise_kinds() -> list[str]:
     """The judge kinds this install knows: the built-in ones and those installed packages add."""
     return [*BUILTIN_KINDS, *plugins.names(plugins.MATCH_JUDGES)]
@@ -77,6 +91,9 @@ def build_pairwise(spec: MatchJudgeSpec, rows: Sequence[Mapping[str, Any]] = ())
         return plugins.load(plugins.MATCH_JUDGES, spec.kind)(spec, rows)
     from openrm.judge import Judge
 
+    if not Path(spec.path).is_dir():
+        raise ValueError(f"judge {spec.path!r}: no judge folder there, and no installed match judge kind of that "
+                         f"name (installed: {plugins.names(plugins.MATCH_JUDGES) or 'none'})")
     retrievers = dict(spec.retrievers) or None
     if spec.kind == "openrm":
         judge = Judge.from_pretrained(spec.path, retrievers, device=spec.device, batch_size=spec.batch_size)

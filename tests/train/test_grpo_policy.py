@@ -202,16 +202,24 @@ def test_bad_policy_arguments_are_clear_errors():
 
     with pytest.raises(ValueError, match="--judge is required"):  # no toy default behind a forgotten flag
         PolicyArguments(dataset="x")
-    with pytest.raises(ValueError, match="judge kind must be one of"):
-        PolicyArguments(dataset="x", judge="oracle")
+    from openrm.tournament.match_judge import build_pairwise
+
+    with pytest.raises(ValueError, match="no judge folder there, and no installed match judge kind.*toy-oracle"):
+        build_pairwise(PolicyArguments(dataset="x", judge="oracle").judge_spec)
     with pytest.raises(ValueError, match="unknown topology"):
         PolicyArguments(dataset="x", judge="toy-oracle", topology="knockout")
     with pytest.raises(ValueError, match="takes"):
         PolicyArguments(dataset="x", judge="toy-oracle", topology="round_robin", topology_options='{"k_win": 2}')
     with pytest.raises(ValueError, match="JSON object"):
         PolicyArguments(dataset="x", judge="toy-oracle", topology_options="{k_win")
-    with pytest.raises(ValueError, match="needs the exported judge folder"):
-        PolicyArguments(dataset="x", judge="openrm")
+    with pytest.raises(ValueError, match="needs server"):  # a served judge needs its model name too
+        PolicyArguments(dataset="x", judge="runs/judge", judge_server="http://127.0.0.1:8001/v1")
+    with pytest.raises(ValueError, match="backend"):
+        PolicyArguments(dataset="x", judge="runs/judge", judge_backend="llama.cpp")
+    kinds = [PolicyArguments(dataset="x", judge=j, **o).judge_spec.kind for j, o in
+             [("toy-oracle", {}), ("runs/judge", {}), ("runs/judge", {"judge_backend": "vllm"}),
+              ("runs/judge", {"judge_server": "http://h:1/v1", "judge_model": "m"})]]
+    assert kinds == ["toy-oracle", "openrm", "openrm-vllm", "openrm-server"]  # --judge: one meaning, kind inferred
     with pytest.raises(ValueError, match="anchor to 0"):
         PolicyArguments(dataset="x", judge="toy-oracle", topology="anchor", topology_options='{"anchor": 2}',
                         greedy_anchor=True)
