@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from openrm.dataset import check_example
+from plumbing.rows import BadRow, read_rows
 
 logger = logging.getLogger(__name__)
 
@@ -45,64 +46,6 @@ class Loaded:
 
     def coercion_summary(self) -> dict[str, int]:
         return dict(Counter(s.reason for s in self.coerced).most_common())
-
-
-class BadRow(ValueError):
-    """A row that cannot become a judge example; the loader records it and goes on."""
-
-
-def read_rows(path: str | Path, split: str | None = None) -> Iterator[tuple[str, Any]]:
-    """(where, row) for every row of an HF dataset folder, a .json list, a .jsonl or a .parquet file.
-
-    Unreadable JSONL lines come out as (where, BadRow) so the caller can count them."""
-    path = Path(path)
-    if path.is_dir():
-        from datasets import DatasetDict, load_from_disk
-
-        ds = load_from_disk(str(path))
-        if isinstance(ds, DatasetDict):
-            if split is None and len(ds) == 1:
-                split = next(iter(ds))
-            if split not in ds:
-                raise ValueError(f"{path}: pick a split with --split; it has {sorted(ds)}")
-            ds = ds[split]
-        for i, row in enumerate(ds):
-            yield f"{path}[{i}]", row
-        return
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file or dataset folder")
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        for i, row in enumerate(pq.read_table(path).to_pylist()):
-            yield f"{path}[{i}]", row
-        return
-    text = path.read_text(encoding="utf-8")
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if exc.msg != "Extra data":  # anything but "JSON lines saved as .json" is a broken file
-                raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        else:
-            if isinstance(data, dict):  # {"rows": [...]} or {"data": [...]}: the single list inside
-                lists = [v for v in data.values() if isinstance(v, list)]
-                if len(lists) != 1:
-                    raise ValueError(f"{path}: expected a JSON list of rows (or an object holding one list)")
-                data = lists[0]
-            if not isinstance(data, list):
-                raise ValueError(f"{path}: expected a JSON list of rows, got {type(data).__name__}")
-            for i, row in enumerate(data):
-                yield f"{path}[{i}]", row
-            return
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield f"{path}:{n}", json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield f"{path}:{n}", BadRow(f"not JSON ({exc.msg})")
 
 
 def object_rows(path: str | Path, split: str | None = None) -> Iterator[tuple[int, str, Any]]:

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.loaders import BadRow, Skip, read_rows
+from eval.loaders import Skip
+from plumbing.rows import BadRow, read_rows
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,6 @@ into GRPO prompts (chat messages) with the columns the reward reads (`label`, `g
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,32 +35,11 @@ def check_example(row: Mapping[str, Any], where: str) -> None:
 
 
 def load_judge_examples(path: str | Path, split: str = "train"):
-    """An HF `datasets.Dataset` of judge examples from a `save_to_disk` folder (Dataset or DatasetDict) or JSONL."""
-    from datasets import Dataset, DatasetDict, load_from_disk
+    """An HF `datasets.Dataset` of judge examples (plumbing.rows.open_rows: a save_to_disk folder, JSONL, JSON or
+    parquet), every row checked."""
+    from plumbing.rows import open_rows
 
-    path = Path(path)
-    if path.is_dir():
-        ds = load_from_disk(str(path))
-        if isinstance(ds, DatasetDict):
-            if split not in ds:
-                raise ValueError(f"{path}: no split {split!r}; it has {sorted(ds)}")
-            ds = ds[split]
-    elif path.is_file():
-        rows = []
-        with path.open(encoding="utf-8") as f:
-            for n, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
-                if not isinstance(rows[-1], dict):
-                    raise ValueError(f"{path}:{n}: a judge example must be a JSON object")
-                check_example(rows[-1], f"{path}:{n}")
-        ds = Dataset.from_list(rows)
-    else:
-        raise FileNotFoundError(f"{path}: no such dataset folder or JSONL file")
+    ds = open_rows(path, split, what="judge examples")
     if len(ds) == 0:
         raise ValueError(f"{path}: the dataset is empty")
     for i, row in enumerate(ds):

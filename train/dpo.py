@@ -44,22 +44,9 @@ class DPOArguments:
 
 def load_pairs(path: str, split: str, limit: int):
     """The preference pairs at `path`, checked for the three TRL columns."""
-    from datasets import DatasetDict, load_dataset, load_from_disk
+    from plumbing.rows import open_rows
 
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{path}: no such dataset folder or file")
-    if p.is_dir():
-        data = load_from_disk(str(p))
-        if isinstance(data, DatasetDict):
-            if split not in data:
-                raise ValueError(f"{path}: no split {split!r} (has {sorted(data)}); set dataset_split")
-            data = data[split]
-    else:
-        kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(p.suffix.lower())
-        if kind is None:
-            raise ValueError(f"{path}: expected a dataset folder or a .json/.jsonl/.parquet file")
-        data = load_dataset(kind, data_files=str(p), split="train")
+    data = open_rows(path, split, what="preference pairs")
     missing = [c for c in COLUMNS if c not in data.column_names]
     if missing:
         raise ValueError(f"{path}: preference pairs need {COLUMNS}; missing {missing} (has {data.column_names})")

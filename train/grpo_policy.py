@@ -147,16 +147,9 @@ def make_topology(name: str, options: dict):
 
 
 def load_rows(path: str, split: str, limit: int):
-    from datasets import load_dataset, load_from_disk
+    from plumbing.rows import open_rows
 
-    p = Path(path)
-    if p.is_dir():
-        data = load_from_disk(str(p))
-        data = data[split] if hasattr(data, "keys") else data
-    elif p.is_file():
-        data = load_dataset("json", data_files=str(p), split="train")
-    else:
-        raise FileNotFoundError(f"{path}: no such prompt file or dataset folder")
+    data = open_rows(path, split, what="prompt rows")
     if "prompt" not in data.column_names:
         raise ValueError(f"{path}: prompt rows need a 'prompt' column (has {data.column_names})")
     return data.select(range(min(limit, len(data)))) if limit else data

@@ -84,11 +84,12 @@ class WarmupArguments:
 
 def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) -> None:
     """The warm-up; `callbacks` are more TrainerCallbacks (e.g. a benchmark's step clock)."""
-    from datasets import load_dataset
     from transformers import AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
-    dataset = load_dataset("json", data_files=script_args.dataset, split="train")
+    from plumbing.rows import open_rows
+
+    dataset = open_rows(script_args.dataset, what="SFT records")
     missing = {"prompt", "completion"} - set(dataset.column_names)
     if missing and "input_ids" not in dataset.column_names:
         raise ValueError(f"{script_args.dataset}: records lack {sorted(missing)}")

@@ -54,17 +54,10 @@ def triplet_of(row: Mapping[str, Any], n: int, fields: TripletFields = DEFAULT_F
 
 
 def load_rows(path: str | Path, split: str = "train"):
-    """An HF Dataset from a save_to_disk folder (its `split` when it has splits) or a .jsonl/.json/.parquet file."""
-    from datasets import load_dataset, load_from_disk
+    """An HF Dataset of triplet rows (plumbing.rows.open_rows)."""
+    from plumbing.rows import open_rows
 
-    p = Path(path)
-    if p.is_dir():
-        data = load_from_disk(str(p))
-        return data[split] if hasattr(data, "keys") else data
-    if not p.is_file():
-        raise FileNotFoundError(f"{path}: no such triplet file or dataset folder")
-    kind = "parquet" if p.suffix == ".parquet" else "json"
-    return load_dataset(kind, data_files=str(p), split="train")
+    return open_rows(path, split, what="triplets")
 
 
 def load_triplets(path: str | Path, split: str = "train", limit: int = 0,
