@@ -12,7 +12,6 @@ use_peft, lora_r, ...). Reads top to bottom: arguments → data → trainer → 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -21,6 +20,8 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # `accelerate launch train/dpo.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from train.runs import resume_point, write_run_record  # noqa: E402
 
 logger = logging.getLogger("openrm.dpo")
 RUN_FILE = "dpo_run.json"  # what this run trained on, beside the model
@@ -77,8 +78,7 @@ def build_trainer(script_args: DPOArguments, training_args, model_args):
 
 def main(script_args: DPOArguments, training_args, model_args):
     trainer = build_trainer(script_args, training_args, model_args)
-    resume = training_args.resume_from_checkpoint
-    trainer.train(resume_from_checkpoint=True if resume in ("true", "last") else resume)
+    trainer.train(resume_from_checkpoint=resume_point(training_args))
     metrics = trainer.evaluate() if trainer.eval_dataset is not None else {}
     trainer.save_model(training_args.output_dir)
     trainer.save_state()  # trainer_state.json: the loss and reward-margin curves
@@ -88,7 +88,7 @@ def main(script_args: DPOArguments, training_args, model_args):
                "global_step": trainer.state.global_step, "beta": training_args.beta,
                "learning_rate": training_args.learning_rate, "seed": training_args.seed, "held_out": metrics,
                "data": asdict(script_args)}
-        Path(training_args.output_dir, RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+        write_run_record(trainer, training_args.output_dir, RUN_FILE, run)
         logger.info("saved the DPO model to %s after %d steps%s", training_args.output_dir,
                     trainer.state.global_step, f"; held-out DPO loss {metrics['eval_loss']:.4f}" if metrics else "")
     return trainer

@@ -36,6 +36,7 @@ from openrm.reward import TOOL_TERMS, VARIANTS, RewardConfig, make_openrm_reward
 from openrm.rollout import make_trl_rollout_func  # noqa: E402
 from plumbing.arguments import Collect, parse_pairs  # noqa: E402
 from retrieval.retriever import parse_locations  # noqa: E402
+from train.runs import resume_point, write_run_record  # noqa: E402
 
 logger = logging.getLogger("openrm.grpo")
 RUN_FILE = "openrm_run.json"  # the run's JudgeCard, beside the model
@@ -142,7 +143,7 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
 
 def main(script_args: OpenRMArguments, training_args, model_args):
     trainer = build_trainer(script_args, training_args, model_args)
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.train(resume_from_checkpoint=resume_point(training_args))
     trainer.save_model(training_args.output_dir)
     trainer.save_state()  # trainer_state.json (log history: the training curves) next to the model
     if trainer.accelerator.is_main_process:  # the judge card of this run: what export and Judge read back
@@ -152,7 +153,7 @@ def main(script_args: OpenRMArguments, training_args, model_args):
                          data={"dataset": script_args.dataset, "dataset_split": script_args.dataset_split,
                                "max_examples": script_args.max_examples},
                          global_step=trainer.state.global_step, retrievers=script_args.locations)
-        card.write(training_args.output_dir, RUN_FILE)
+        write_run_record(trainer, training_args.output_dir, RUN_FILE, asdict(card))
         logger.info("saved the judge to %s after %d steps", training_args.output_dir, trainer.state.global_step)
     return trainer
 

@@ -34,6 +34,7 @@ from openrm.tournament.match_judge import GROUP_KINDS, MatchJudgeSpec, judge_kin
 from plumbing import plugins  # noqa: E402
 from plumbing.arguments import Collect  # noqa: E402
 from retrieval.retriever import parse_locations  # noqa: E402
+from train.runs import resume_point, write_run_record  # noqa: E402
 
 logger = logging.getLogger("openrm.grpo_policy")
 RUN_FILE = "policy_run.json"  # what this run trained with, beside the model
@@ -238,15 +239,14 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
 
 def main(script_args: PolicyArguments, training_args, model_args):
     trainer = build_trainer(script_args, training_args, model_args)
-    resume = training_args.resume_from_checkpoint
-    trainer.train(resume_from_checkpoint=True if resume in ("true", "last") else resume)
+    trainer.train(resume_from_checkpoint=resume_point(training_args))
     trainer.save_model(training_args.output_dir)
     trainer.save_state()  # trainer_state.json: the curves, tournament/* included
     if trainer.accelerator.is_main_process:
         settings = {k: v for k, v in asdict(script_args).items()}
         run = {"base_model": model_args.model_name_or_path, "global_step": trainer.state.global_step,
                "num_generations": training_args.num_generations, "seed": training_args.seed, "policy": settings}
-        Path(training_args.output_dir, RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+        write_run_record(trainer, training_args.output_dir, RUN_FILE, run)
         logger.info("saved the policy to %s after %d steps", training_args.output_dir, trainer.state.global_step)
     return trainer
 

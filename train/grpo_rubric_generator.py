@@ -13,7 +13,6 @@ request in `<output_dir>/scorer_cache.rank<r>.jsonl` (or `scorer_cache`), so a r
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -26,6 +25,7 @@ if __package__ in (None, ""):  # `accelerate launch train/grpo_rubric_generator.
 from openrm.rubrics.reward import HybridWeights  # noqa: E402
 from openrm.rubrics.scorer_spec import ScorerSpec, scorer_kinds  # noqa: E402
 from openrm.rubrics.triplets import TripletFields  # noqa: E402
+from train.runs import resume_point, write_run_record  # noqa: E402
 
 logger = logging.getLogger("openrm.grpo_rubric_generator")
 RUN_FILE = "rubric_generator_run.json"
@@ -121,9 +121,8 @@ def build_trainer(script_args: RubricGeneratorArguments, training_args, model_ar
 
 def main(script_args: RubricGeneratorArguments, training_args, model_args):
     trainer = build_trainer(script_args, training_args, model_args)
-    resume = training_args.resume_from_checkpoint
     try:
-        trainer.train(resume_from_checkpoint=True if resume in ("true", "last") else resume)
+        trainer.train(resume_from_checkpoint=resume_point(training_args))
     finally:
         getattr(trainer.rubric_scorer, "close", lambda: None)()
     trainer.save_model(training_args.output_dir)
@@ -132,7 +131,7 @@ def main(script_args: RubricGeneratorArguments, training_args, model_args):
         run = {"base_model": model_args.model_name_or_path, "global_step": trainer.state.global_step,
                "num_generations": training_args.num_generations, "seed": training_args.seed,
                "generator": {k: v for k, v in asdict(script_args).items() if k != "scorer_api_key"}}
-        Path(training_args.output_dir, RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+        write_run_record(trainer, training_args.output_dir, RUN_FILE, run)
         logger.info("saved the rubric generator to %s after %d steps", training_args.output_dir,
                     trainer.state.global_step)
     return trainer

@@ -25,6 +25,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from train.runs import resume_point  # noqa: E402
+
 logger = logging.getLogger("openrm.sft_warmup")
 
 def _tokenized(tokenizer, n_vocab: int, record: dict) -> dict:
@@ -130,7 +132,7 @@ def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) 
                             callbacks=list(callbacks))
     if script_args.stop_at_accuracy:
         trainer.add_callback(stop_at_accuracy(script_args.stop_at_accuracy))
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.train(resume_from_checkpoint=resume_point(training_args))
     trainer.save_model(training_args.output_dir)
     tokenizer.save_pretrained(training_args.output_dir)
     logger.info("warm-up done: %d steps, model in %s", trainer.state.global_step, training_args.output_dir)
