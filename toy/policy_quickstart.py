@@ -20,11 +20,11 @@ import json
 import logging
 import random
 import shlex
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from toy.policy_task import FORMAT_PATTERN, PARTS, ToyPolicyTask
+from toy.stages import built, trained
 from toy.tiny import TinyConfig, built_from
 from toy.tiny import build as build_tiny
 from toy.world import ToyWorld
@@ -88,44 +88,25 @@ def tiny_policy(out: Path, cfg: TinyConfig) -> Path:
 def warm_up(base: Path, data: Path, out: Path, steps: int, learning_rate: float, seed: int) -> Path:
     from train import sft_warmup
 
-    done, want = out / "warmup.json", {"base": str(base), "data": str(data), "steps": steps,
-                                       "learning_rate": learning_rate, "seed": seed}
-    if done.exists() and json.loads(done.read_text()) == want:
-        stage(3, "reusing warm-up at %s", out)
-        return out
-    stage(3, "noisy SFT warm-up of the policy (%d steps)", steps)
-    sft_warmup.main(*sft_warmup.parse([
+    want = {"base": str(base), "data": str(data), "steps": steps, "learning_rate": learning_rate, "seed": seed}
+    return built(out, want, lambda: sft_warmup.main(*sft_warmup.parse([
         "--dataset", str(data / "sft.jsonl"), "--model_name_or_path", str(base), "--output_dir", str(out),
         "--max_steps", str(steps), "--per_device_train_batch_size", "64", "--learning_rate", str(learning_rate),
         "--lr_scheduler_type", "cosine", "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "128",
         "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
-        "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed), "--disable_tqdm", "true"]))
-    done.write_text(json.dumps(want) + "\n")
-    return out
+        "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed), "--disable_tqdm", "true"])),
+        f"the noisy SFT warm-up of the policy ({steps} steps)", log=lambda m, *a: stage(3, m, *a))
 
 
 def grpo(model: Path, data: Path, out: Path, steps: int, seed: int, extra: list[str]) -> Path:
-    from transformers.trainer_utils import get_last_checkpoint
-
     from train import grpo_policy
 
-    origin, start = out / "quickstart_origin.json", {"model": str(model), "seed": seed, "extra": extra}
-    if out.is_dir() and (not origin.exists() or json.loads(origin.read_text()) != start):
-        stage(4, "discarding %s: it started from another model or settings", out)
-        shutil.rmtree(out)
-    run = out / grpo_policy.RUN_FILE
-    if run.exists() and json.loads(run.read_text())["global_step"] >= steps:
-        stage(4, "reusing GRPO run at %s", out)
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    origin.write_text(json.dumps(start) + "\n")
-    last = get_last_checkpoint(str(out))
-    stage(4, "GRPO of the policy on tournament rewards, %d steps%s", steps, f" (resuming {last})" if last else "")
-    grpo_policy.main(*grpo_policy.parse([
-        "--config", str(CONFIG), "--model_name_or_path", str(model), "--dataset", str(data / "grpo.jsonl"),
-        "--output_dir", str(out), "--max_steps", str(steps), "--seed", str(seed), *extra,
-        *(["--resume_from_checkpoint", last] if last else [])]))
-    return out
+    return trained(out, {"model": str(model), "seed": seed, "extra": extra}, steps, grpo_policy.RUN_FILE,
+                   lambda resume: grpo_policy.main(*grpo_policy.parse([
+                       "--config", str(CONFIG), "--model_name_or_path", str(model), "--dataset",
+                       str(data / "grpo.jsonl"), "--output_dir", str(out), "--max_steps", str(steps), "--seed",
+                       str(seed), *extra, *resume])),
+                   "GRPO of the policy on tournament rewards", log=lambda m, *a: stage(4, m, *a))
 
 
 def answer_quality(task: ToyPolicyTask, rows: list[dict], answers: list[list[str]]) -> dict[str, float]:

@@ -17,13 +17,13 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
+from toy.stages import trained
 from toy.warmup import WarmupPlan, warm_up
 from toy.world import DOMAINS, ToyWorld, WorldSize, write_dataset
 
@@ -92,29 +92,15 @@ def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: in
          config: Path = GRPO_CONFIG) -> Path:
     """GRPO from `model` with `config`; `extra` are more command-line overrides. A run folder made from another
     warm-up or other overrides is discarded; an interrupted one resumes from its last checkpoint."""
-    from transformers.trainer_utils import get_last_checkpoint
-
     from train import grpo_openrm
 
-    run, origin = out / grpo_openrm.RUN_FILE, out / "quickstart_origin.json"
     start = {"model": str(model), "warmup": json.loads((model / "warmup.json").read_text()),
              "config": hashlib.sha256(config.read_bytes()).hexdigest(), "extra": list(extra)}
-    if out.is_dir() and (not origin.exists() or json.loads(origin.read_text()) != start):
-        logger.info("discarding %s: it started from another warm-up or settings", out)
-        shutil.rmtree(out)
-    if run.exists() and json.loads(run.read_text())["global_step"] >= steps:
-        logger.info("reusing the GRPO run at %s", out)
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    origin.write_text(json.dumps(start) + "\n")
-    last = get_last_checkpoint(str(out)) if out.is_dir() else None
-    logger.info("GRPO of the judge with search, %d steps%s", steps, f" (resuming {last})" if last else "")
-    grpo_openrm.main(*grpo_openrm.parse([
-        "--config", str(config), "--model_name_or_path", str(model),
-        "--dataset", str(data / "dataset"), "--output_dir", str(out), "--max_steps", str(steps),
-        "--retrievers", *[f"{name}={path}" for name, path in indexes.items()], *extra,
-        *(["--resume_from_checkpoint", last] if last else [])]))
-    return out
+    return trained(out, start, steps, grpo_openrm.RUN_FILE, lambda resume: grpo_openrm.main(*grpo_openrm.parse([
+        "--config", str(config), "--model_name_or_path", str(model), "--dataset", str(data / "dataset"),
+        "--output_dir", str(out), "--max_steps", str(steps),
+        "--retrievers", *[f"{name}={path}" for name, path in indexes.items()], *extra, *resume])),
+        "GRPO of the judge with search")
 
 
 def judging_settings(config: Path = GRPO_CONFIG) -> dict:

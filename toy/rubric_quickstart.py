@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toy.rubric_task import PARTS, ToyRubricTask, add_rubric_tokens
+from toy.stages import built, trained
 from toy.tiny import TinyConfig, built_from
 from toy.tiny import build as build_tiny
 from toy.world import ToyWorld
@@ -76,31 +77,25 @@ def tiny_generator(out: Path, cfg: TinyConfig) -> Path:
 def warm_up(base: Path, data: Path, out: Path, steps: int, learning_rate: float, seed: int) -> Path:
     from train import sft_warmup
 
-    done, want = out / "warmup.json", {"base": str(base), "steps": steps, "lr": learning_rate, "seed": seed}
-    if done.exists() and json.loads(done.read_text()) == want:
-        return out
-    logger.info("noisy SFT warm-up of the generator (%d steps)", steps)
-    sft_warmup.main(*sft_warmup.parse([
+    want = {"base": str(base), "steps": steps, "lr": learning_rate, "seed": seed}
+    return built(out, want, lambda: sft_warmup.main(*sft_warmup.parse([
         "--dataset", str(data / "sft.jsonl"), "--model_name_or_path", str(base), "--output_dir", str(out),
         "--max_steps", str(steps), "--per_device_train_batch_size", "32", "--learning_rate", str(learning_rate),
         "--lr_scheduler_type", "cosine", "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "96",
         "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
-        "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed), "--disable_tqdm", "true"]))
-    done.write_text(json.dumps(want) + "\n")
-    return out
+        "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed), "--disable_tqdm", "true"])),
+        f"the noisy SFT warm-up of the generator ({steps} steps)")
 
 
 def grpo(model: Path, data: Path, out: Path, steps: int, seed: int, extra: list[str]) -> Path:
     from train import grpo_rubric_generator as g
 
-    run = out / g.RUN_FILE
-    if run.exists() and json.loads(run.read_text())["global_step"] >= steps:
-        return out
-    logger.info("GRPO of the generator on the hybrid reward, %d steps", steps)
-    g.main(*g.parse(["--config", str(CONFIG), "--model_name_or_path", str(model), "--dataset",
-                     str(data / "grpo.jsonl"), "--output_dir", str(out), "--max_steps", str(steps), "--seed",
-                     str(seed), *extra]))
-    return out
+    return trained(out, {"model": str(model), "seed": seed, "extra": extra}, steps, g.RUN_FILE,
+                   lambda resume: g.main(*g.parse([
+                       "--config", str(CONFIG), "--model_name_or_path", str(model), "--dataset",
+                       str(data / "grpo.jsonl"), "--output_dir", str(out), "--max_steps", str(steps), "--seed",
+                       str(seed), *extra, *resume])),
+                   "GRPO of the generator on the hybrid reward")
 
 
 def evaluate(data: Path, generator: Path, out: Path, samples: int, seed: int, methods: str, scorer: list[str]) -> dict:

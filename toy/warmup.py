@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from openrm import protocol
+from toy.stages import built
 from toy.world import DOMAINS, ToyWorld
 
 logger = logging.getLogger("openrm.quickstart")
@@ -68,25 +69,23 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
     from train import sft_warmup
 
     base = resolve(base)
-    done = out / "warmup.json"
     want = {"base": base, "world_seed": world.seed, "recipe": RECIPE, **asdict(plan), "domains": list(plan.domains)}
-    if done.exists() and json.loads(done.read_text()) == want:
-        logger.info("reusing the warm-up at %s", out)
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / "sft_records.jsonl"
-    with data.open("w", encoding="utf-8") as f:
-        for record in gold_records(world, plan.steps * plan.batch, plan):
-            f.write(json.dumps(record) + "\n")
-    logger.info("SFT warm-up%s: %d steps of %d gold trajectories%s", "".join(f" {w}" for w in note), plan.steps,
-                plan.batch, ", each with a fair coin's tool" if plan.random_tool else "")
-    sft_warmup.main(*sft_warmup.parse([
-        "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(out),
-        "--max_steps", str(plan.steps), "--per_device_train_batch_size", str(plan.batch),
-        "--learning_rate", str(plan.learning_rate), "--lr_scheduler_type", "cosine",
-        "--warmup_steps", str(max(plan.steps // 10, 1)), "--max_length", "512", "--save_strategy", "no",
-        "--report_to", "none", "--use_cpu", "true", "--dtype", "float32", "--bf16", "false",
-        "--gradient_checkpointing", "false", "--seed", str(plan.seed), "--disable_tqdm", "true",
-        "--logging_steps", str(max(plan.steps // 10, 1))]))
-    done.write_text(json.dumps(want) + "\n")
-    return out
+
+    def build() -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        data = out / "sft_records.jsonl"
+        with data.open("w", encoding="utf-8") as f:
+            for record in gold_records(world, plan.steps * plan.batch, plan):
+                f.write(json.dumps(record) + "\n")
+        sft_warmup.main(*sft_warmup.parse([
+            "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(out),
+            "--max_steps", str(plan.steps), "--per_device_train_batch_size", str(plan.batch),
+            "--learning_rate", str(plan.learning_rate), "--lr_scheduler_type", "cosine",
+            "--warmup_steps", str(max(plan.steps // 10, 1)), "--max_length", "512", "--save_strategy", "no",
+            "--report_to", "none", "--use_cpu", "true", "--dtype", "float32", "--bf16", "false",
+            "--gradient_checkpointing", "false", "--seed", str(plan.seed), "--disable_tqdm", "true",
+            "--logging_steps", str(max(plan.steps // 10, 1))]))
+
+    what = (f"the SFT warm-up{''.join(f' {w}' for w in note)}: {plan.steps} steps of {plan.batch} gold trajectories"
+            + (", each with a fair coin's tool" if plan.random_tool else ""))
+    return built(out, want, build, what)

@@ -1,0 +1,58 @@
+"""The quickstarts' one stage runner: a stage's folder is reused when it was made from the same inputs, rebuilt when
+not, and a training stage interrupted midway resumes from its newest checkpoint.
+
+    model = built(out / "warm", {"base": str(base), "steps": 40}, lambda: sft(...), "the SFT warm-up")
+    run = trained(out / "grpo", {"model": str(model), "extra": extra}, 30, grpo_policy.RUN_FILE,
+                  lambda resume: grpo_policy.main(*grpo_policy.parse([..., *resume])), "GRPO of the policy")
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("toy.stages")
+
+ORIGIN = "quickstart_origin.json"  # what a training stage started from
+
+
+def built(out: Path, want: dict[str, Any], build: Callable[[], Any], what: str, marker: str = "warmup.json",
+          log: Callable[..., None] = logger.info) -> Path:
+    """`build()` into `out` unless `out/<marker>` records the same `want`; the marker is written last, so a build
+    cut short is redone."""
+    done = out / marker
+    if done.exists() and json.loads(done.read_text()) == want:
+        log("reusing %s at %s", what, out)
+        return out
+    log("%s into %s", what, out)
+    build()
+    out.mkdir(parents=True, exist_ok=True)
+    done.write_text(json.dumps(want) + "\n")
+    return out
+
+
+def trained(out: Path, origin: dict[str, Any], steps: int, run_file: str, train: Callable[[list[str]], Any],
+            what: str, log: Callable[..., None] = logger.info) -> Path:
+    """A training stage of `steps` into `out`: `train(resume_args)` runs it, where `resume_args` is
+    `["--resume_from_checkpoint", newest]` when an interrupted run of the same `origin` left checkpoints. A folder
+    made from another origin is discarded; one whose run record (`run_file`) reached `steps` is reused."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    marker = out / ORIGIN
+    if out.is_dir() and (not marker.exists() or json.loads(marker.read_text()) != origin):
+        log("discarding %s: it started from other inputs or settings", out)
+        shutil.rmtree(out)
+    run = out / run_file
+    if run.exists() and json.loads(run.read_text())["global_step"] >= steps:
+        log("reusing %s at %s", what, out)
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(origin) + "\n")
+    last = get_last_checkpoint(str(out))
+    log("%s, %d steps%s", what, steps, f" (resuming {last})" if last else "")
+    train(["--resume_from_checkpoint", last] if last else [])
+    return out
