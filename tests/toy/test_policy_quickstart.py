@@ -30,7 +30,7 @@ def test_policy_quickstart_runs_and_reuses_stages(tmp_path):
     for m in table.values():
         assert 0.0 <= m["ci"][0] <= m["win_rate"] <= m["ci"][1] <= 1.0
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert again.returncode == 0 and "reusing GRPO run" in again.stderr + again.stdout
+    assert again.returncode == 0 and "reusing GRPO of the policy" in again.stderr + again.stdout
 
 
 def test_too_few_questions_for_a_step_is_an_error():

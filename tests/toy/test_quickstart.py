@@ -44,7 +44,7 @@ def test_quickstart_runs_the_whole_slice_on_smollm2_and_reuses_stages(tmp_path):
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     assert second.returncode == 0, second.stderr[-3000:]
     log = second.stdout + second.stderr
-    for stage in ("reusing wiki index", "reusing the warm-up", "reusing the GRPO run"):
+    for stage in ("reusing wiki index", "reusing the SFT warm-up", "reusing GRPO of the judge"):
         assert stage in log, stage
     assert "judged 2 pairs" in first.stdout + first.stderr
     assert "judged 2 pairs" not in log  # every row came from its cache
