@@ -279,11 +279,16 @@ def render_pairs(p: dict, qs: Path) -> str:
 
 
 def render(g: dict, qs: Path) -> str:
+    import yaml
+
     update = g["step_time_s"] - g["generate_s"] - g["toolbox_s"] - g["bookkeeping_s"] - g["reward_s"]
+    cfg = yaml.safe_load((ROOT / "configs/grpo_openrm/smollm2_cpu.yaml").read_text(encoding="utf-8"))
+    per_step = cfg["per_device_train_batch_size"] * cfg.get("gradient_accumulation_steps", 1)
+    shape = f"{per_step // cfg['num_generations']} prompts x {cfg['num_generations']} completions a step"
     return "\n".join([
         SECTION, "",
         f"`.venv/bin/python bench/rollout.py --quickstart {qs} --part grpo --steps {g['steps']}` (SmolLM2 after the "
-        "quickstart's SFT warm-up, configs/grpo_openrm/smollm2_cpu.yaml: 2 prompts x 4 completions a step; torch "
+        f"quickstart's SFT warm-up, configs/grpo_openrm/smollm2_cpu.yaml: {shape}; torch "
         "2.13.0 CPU, 2 cores, bm25 toy indexes in process). Seconds summed over the steps.", "",
         "| part of the step | seconds | share |", "|---|---|---|",
         *(f"| {name} | {value:.2f} | {100 * value / g['step_time_s']:.1f} % |" for name, value in (
