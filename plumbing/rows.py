@@ -22,22 +22,27 @@ class BadRow(ValueError):
     """A row that cannot become a judge example; the loader records it and goes on."""
 
 
+def _saved(path: Path, split: str | None, what: str = "rows"):
+    """The `save_to_disk` folder at `path` as one Dataset, by the module's split rule."""
+    from datasets import DatasetDict, load_from_disk
+
+    ds = load_from_disk(str(path))
+    if isinstance(ds, DatasetDict):
+        if split is None and len(ds) == 1:
+            split = next(iter(ds))
+        if split not in ds:
+            raise ValueError(f"{path}: no split {split!r} of {what}; it has {sorted(ds)} (pick a split with --split)")
+        ds = ds[split]
+    return ds
+
+
 def read_rows(path: str | Path, split: str | None = None) -> Iterator[tuple[str, Any]]:
     """(where, row) for every row of an HF dataset folder, a .json list, a .jsonl or a .parquet file.
 
     Unreadable JSONL lines come out as (where, BadRow) so the caller can count them."""
     path = Path(path)
     if path.is_dir():
-        from datasets import DatasetDict, load_from_disk
-
-        ds = load_from_disk(str(path))
-        if isinstance(ds, DatasetDict):
-            if split is None and len(ds) == 1:
-                split = next(iter(ds))
-            if split not in ds:
-                raise ValueError(f"{path}: pick a split with --split; it has {sorted(ds)}")
-            ds = ds[split]
-        for i, row in enumerate(ds):
+        for i, row in enumerate(_saved(path, split)):
             yield f"{path}[{i}]", row
         return
     if not path.is_file():
@@ -83,16 +88,7 @@ def open_rows(path: str | Path, split: str | None = None, what: str = "rows"):
 
     path = Path(path)
     if path.is_dir():
-        from datasets import DatasetDict, load_from_disk
-
-        ds = load_from_disk(str(path))
-        if isinstance(ds, DatasetDict):
-            if split is None and len(ds) == 1:
-                split = next(iter(ds))
-            if split not in ds:
-                raise ValueError(f"{path}: no split {split!r} of {what}; it has {sorted(ds)}")
-            ds = ds[split]
-        return ds
+        return _saved(path, split, what)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file or dataset folder of {what}")
     if path.suffix.lower() not in (".jsonl", ".json", ".parquet"):
