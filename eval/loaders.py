@@ -333,15 +333,35 @@ def load_in_domain(path: str | Path, split: str | None = "test", limit: int | No
 RMBENCH_STYLES = ("concise", "detailed", "detailed+markdown")  # the order of RM-Bench's chosen / rejected lists
 
 
+RMBENCH_DOMAINS = ("chat", "code", "math", "safety-refuse", "safety-response")
+
+
+def rmbench_domain(row: Mapping[str, Any], path: str | Path) -> str:
+    """An RM-Bench row's domain: its `domain` field (the combined `total_dataset.json`); else its `subset`; else the
+    file's name (the per-domain `chat_filtered.json`, `safety-refuse_filtered.json`, ... hold no `domain`)."""
+    for key in ("domain", "subset"):
+        value = row.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    stem = Path(path).name.split(".")[0].lower()
+    found = [d for d in RMBENCH_DOMAINS if stem == d or stem.startswith((f"{d}_", f"{d}-"))]
+    if not found:
+        raise BadRow(f"no 'domain' or 'subset', and the file name {Path(path).name!r} names none of "
+                     f"{', '.join(RMBENCH_DOMAINS)}")
+    return max(found, key=len)
+
+
 def load_rmbench(path: str | Path, split: str | None = None, seed: int = 0, limit: int | None = None) -> Loaded:
-    """RM-Bench rows (`id`, `prompt`, `chosen` and `rejected`: three style variants each, `domain`): every row becomes
+    """RM-Bench rows (`id`, `prompt`, `chosen` and `rejected`: three style variants each, and the domain in `domain`,
+    in `subset` or in the file's name, see `rmbench_domain`): every row becomes
     the nine pairs of its chosen × rejected style grid, id `<id>/c<i>r<j>`, domain `rmbench/<chat|code|math|safety>`
     (safety-refuse and safety-response are RM-Bench's safety). The chosen answer goes to A or B by a coin seeded
     from (seed, pair id). `metrics.rmbench_accuracies` turns the grid into easy / normal / hard accuracy."""
 
     def convert(row, index):
         rid = str(row["id"]) if row.get("id") is not None else str(index)
-        domain = _text(row, "domain").split("-")[0]
+        source = rmbench_domain(row, path)
+        domain = source.split("-")[0]
         question = _text(row, "prompt")
         lists = {k: row.get(k) for k in ("chosen", "rejected")}
         for k, v in lists.items():
@@ -351,7 +371,7 @@ def load_rmbench(path: str | Path, split: str | None = None, seed: int = 0, limi
         for i in range(len(RMBENCH_STYLES)):
             for j in range(len(RMBENCH_STYLES)):
                 pid = f"{rid}/c{i}r{j}"
-                meta = {"rmbench_id": rid, "chosen_style": i, "rejected_style": j, "source_domain": row["domain"]}
+                meta = {"rmbench_id": rid, "chosen_style": i, "rejected_style": j, "source_domain": source}
                 pair = {"c": lists["chosen"][i], "r": lists["rejected"][j]}
                 chosen, rejected = answer_text(pair, "c", meta), answer_text(pair, "r", meta)
                 position = "A" if random.Random(f"rmbench:{seed}:{pid}").random() < 0.5 else "B"

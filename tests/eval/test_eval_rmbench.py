@@ -79,3 +79,21 @@ def test_run_reports_easy_normal_hard_per_domain(tmp_path):
         assert got["rmbench"]["per_domain"][domain]["hard"] == 0.0
     text = (tmp_path / "out" / "report.md").read_text()
     assert "| math | 100.00 | 50.00 | 0.00 | 50.00 |" in text
+
+
+@pytest.mark.parametrize("name, domain, pairs", [("code_filtered.json", "rmbench/code", 18),
+                                                 ("safety-refuse_filtered.json", "rmbench/safety", 9)])
+def test_per_domain_files_take_the_domain_from_the_file_name(name, domain, pairs):
+    loaded = loaders.load_benchmark("rmbench", FIX / "rmbench_files" / name, seed=0)
+    assert not loaded.skipped
+    assert len(loaded.examples) == pairs
+    assert {e["domain"] for e in loaded.examples} == {domain}
+    assert {e["meta"]["source_domain"] for e in loaded.examples} == {name.split("_")[0]}
+
+
+def test_subset_names_the_domain_and_an_unnamed_file_is_a_counted_skip(tmp_path):
+    row = json.loads((FIX / "rmbench_files" / "code_filtered.json").read_text())[0]
+    (tmp_path / "mixed.json").write_text(json.dumps([{**row, "subset": "math"}, {**row, "id": 7}]))
+    loaded = loaders.load_benchmark("rmbench", tmp_path / "mixed.json", seed=0)
+    assert {e["domain"] for e in loaded.examples} == {"rmbench/math"}
+    assert len(loaded.skipped) == 1 and "names none of chat, code, math" in loaded.skipped[0].reason
