@@ -51,6 +51,13 @@ class BuildDatasetArguments:
     base_url: str | None = field(default=None, metadata={"help": "OpenAI-compatible server, e.g. "
                                                                  "http://localhost:8000/v1."})
     model: str | None = field(default=None, metadata={"help": "Model name the server knows."})
+    serve: str | None = field(default=None, metadata={
+        "help": "Start `transformers serve` on loopback with this model (a packaged model's short name, e.g. "
+                "smollm2-135m-instruct, or a folder) for the run, instead of --base-url / --model; its log goes to "
+                "<out>/server.log."})
+    serve_threads: int = field(default=0, metadata={"help": "torch threads of the --serve server (0: its default)."})
+    serve_continuous_batching: bool = field(default=False, metadata={
+        "help": "Run the --serve server with continuous batching (paged attention)."})
     api_key_env: str = field(default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the API "
                                                                           "key (unset: no key sent)."})
     oracle: str | None = field(default=None, metadata={"help": "An installed synthesis oracle instead of the LLM "
@@ -97,9 +104,12 @@ class BuildDatasetArguments:
             if self.oracle not in known:
                 raise ValueError(f"--oracle must be one of the installed oracles {known or '(none)'}, got "
                                  f"{self.oracle!r}")
-        else:
-            if not self.corpus or not self.base_url or not self.model:
-                raise ValueError("without --oracle, give --corpus NAME=PATH (one or more), --base-url and --model")
+        elif self.serve is not None and (self.base_url or self.model):
+            raise ValueError("--serve starts its own server: leave out --base-url and --model")
+        if self.oracle is None:
+            if not self.corpus or not (self.serve or (self.base_url and self.model)):
+                raise ValueError("without --oracle, give --corpus NAME=PATH (one or more) and either --serve MODEL "
+                                 "or --base-url and --model")
             names = list(self.corpora)
             if not set(names) <= set(DOMAIN_OF_CORPUS):
                 raise ValueError(f"--corpus takes NAME=PATH with NAME in {sorted(DOMAIN_OF_CORPUS)}, got {self.corpus}")
@@ -233,8 +243,28 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
     (args,) = HfArgumentParser(BuildDatasetArguments).parse_args_into_dataclasses(args=argv)
-    build(args)
+    if args.serve:
+        served_build(args)
+    else:
+        build(args)
     return 0
+
+
+def served_build(args: BuildDatasetArguments) -> dict:
+    """`build` against a `transformers serve` this process starts for `args.serve` and stops afterwards."""
+    from openrm.models import resolve
+    from plumbing.serve import transformers_server
+
+    folder = resolve(args.serve)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    with transformers_server(folder, log=Path(args.out) / "server.log", threads=args.serve_threads or None,
+                             continuous_batching=args.serve_continuous_batching) as url:
+        logger.info("serving %s at %s", args.serve, url)
+        args.base_url, args.model = f"{url}/v1", folder
+        try:
+            return build(args)
+        finally:
+            args.base_url = args.model = None
 
 
 if __name__ == "__main__":
