@@ -65,7 +65,7 @@ class OpenRMArguments:
         "help": "Tokens kept of one <information> block."})
     max_prompt_length: int = field(default=4096, metadata={"help": "Examples with longer prompts are dropped."})
     prompt_style: str = field(default=_SETTINGS.prompt_style, metadata={
-        "help": "Judge prompt: full, or compact for tiny judges trained from scratch (same tags and tools)."})
+        "help": "Judge prompt: full, or compact for small judges (SmolLM2-135M; same tags and tools)."})
     reward_variant: str = field(default="composite", metadata={"help": f"One of {sorted(VARIANTS)}."})
     tool_term: str = field(default="share", metadata={"help": f"R_tool: one of {TOOL_TERMS} (share of calls on the "
                                                               "gold tool, or +1 per such call as the paper writes)."})

@@ -1,6 +1,7 @@
 """Supervised warm-up on gold judging trajectories (TRL's SFTTrainer), so that GRPO starts from a model that
 already writes the protocol (<think>, <search>, <answer>) and group rewards differ. The quickstart uses it on the
-tiny judge; a real run may skip it (Qwen2.5-7B-Instruct follows the prompt) or use it the same way.
+packaged SmolLM2 (which cannot write the protocol zero-shot); a real run may skip it (Qwen2.5-7B-Instruct follows
+the prompt) or use it the same way.
 
     python train/sft_warmup.py --dataset runs/quickstart/data/sft_gold.jsonl \
         --model_name_or_path runs/quickstart/tiny-judge --output_dir runs/quickstart/tiny-judge-sft
@@ -11,7 +12,7 @@ template with the generation prompt, then the completion, with every `<informati
 environment appends it and masked out of the loss (as GRPO's env_mask does), and the end-of-turn token last. So the
 loss covers only what the judge writes itself: trained on the passages too, a small model learns to write
 `<information>` blocks of its own. A record may instead come tokenized, {"input_ids": [...], "completion_mask":
-[...]} (1 = trained on), e.g. the quickstart's induction drills (random tokens shown twice, no chat template).
+[...]} (1 = trained on), for text that has no chat form.
 """
 
 from __future__ import annotations
@@ -62,10 +63,10 @@ class WarmupArguments:
     dataset: str = field(metadata={"help": "JSONL of prompt/completion chat records."})
     lm_head: str = field(default="fused", metadata={
         "help": "'fused': TRL's tiled LM-head loss (large vocabularies, GPUs); 'plain': one projection of the "
-                "trained positions (train/plain_head.py; over twice as fast for the tiny judge on a CPU)."})
+                "trained positions (train/plain_head.py; over twice as fast for a small judge on a CPU)."})
 
     stop_at_accuracy: float = field(default=0.0, metadata={
-        "help": "Stop once a logged mean token accuracy reaches this (0 = run every step), e.g. an induction stage "
+        "help": "Stop once a logged mean token accuracy reaches this (0 = run every step), e.g. a stage "
                 "that is done when its copy is right."})
 
     sort_within_steps: bool = field(default=False, metadata={
