@@ -63,7 +63,7 @@ class WarmupArguments:
     dataset: str = field(metadata={"help": "JSONL of prompt/completion chat records."})
     lm_head: str = field(default="fused", metadata={
         "help": "'fused': TRL's tiled LM-head loss (large vocabularies, GPUs); 'plain': one projection of the "
-                "trained positions (train/plain_head.py; over twice as fast for a small judge on a CPU)."})
+                "trained positions (train/plain_head.py)."})
 
     stop_at_accuracy: float = field(default=0.0, metadata={
         "help": "Stop once a logged mean token accuracy reaches this (0 = run every step), e.g. a stage "
