@@ -174,17 +174,21 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     monkeypatch.setattr(proof, "curve", lambda run: [])
     args = argparse.Namespace(stage="a", seeds=[0, 1], model="smollm2-135m-instruct", sft_steps=40, sft_batch=8,
                               sft_lr=1e-4, domains=["wiki", "science"], variants=["composite", "em_only"],
-                              grpo_steps=30, grpo_lr=1e-5, tool_term="share", out=tmp_path)
+                              grpo_steps=30, grpo_lr=1e-5, tool_term="share", grpo_generations=8, grpo_beta=0.04,
+                              out=tmp_path)
     runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
     assert [(name, plan.random_tool, plan.seed) for name, plan in warmed] == [
         ("a-sft-s0-40x8", True, 0), ("a-sft-s1-40x8", True, 1)]
+    suffix = "30x1e-05-g8-kl0.04"
     assert [(start, out) for start, out, _ in trained] == [
-        ("a-sft-s0-40x8", "a-composite-30x1e-05-s0"), ("a-sft-s0-40x8", "a-em_only-30x1e-05-s0"),
-        ("a-sft-s1-40x8", "a-composite-30x1e-05-s1"), ("a-sft-s1-40x8", "a-em_only-30x1e-05-s1")]
-    assert trained[1][2][:2] == ("--reward_variant", "em_only")
-    assert set(runs) == {"sft/s0", "sft/s1", "composite-30x1e-05/s0", "em_only-30x1e-05/s0",
-                         "composite-30x1e-05/s1", "em_only-30x1e-05/s1"}
-    assert "| GRPO composite-30x1e-05 | 2 |" in proof.table(runs, args)
+        ("a-sft-s0-40x8", f"a-composite-{suffix}-s0"), ("a-sft-s0-40x8", f"a-em_only-{suffix}-s0"),
+        ("a-sft-s1-40x8", f"a-composite-{suffix}-s1"), ("a-sft-s1-40x8", f"a-em_only-{suffix}-s1")]
+    extra = trained[1][2]
+    assert extra[:2] == ("--reward_variant", "em_only")
+    assert extra[extra.index("--num_generations") + 1] == "8" and extra[extra.index("--beta") + 1] == "0.04"
+    assert set(runs) == {"sft/s0", "sft/s1", f"composite-{suffix}/s0", f"em_only-{suffix}/s0",
+                         f"composite-{suffix}/s1", f"em_only-{suffix}/s1"}
+    assert f"| GRPO composite-{suffix} | 2 |" in proof.table(runs, args)
 
 
 def test_tool_choice_log_splits_rewards_by_gold_and_first_called_tool():
