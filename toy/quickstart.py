@@ -214,8 +214,8 @@ def summary(table: dict) -> str:
     lines = [
         f"Zero-shot, the packaged model ignores the protocol: {zero['parse_failures']:.0%} of its orders end without "
         f"a parseable answer (accuracy {zero['accuracy']:.2f}).",
-        f"The warm-up taught the protocol ({warm['parse_failures']:.1%} parse failures) but not the tool: "
-        f"{share(warm['correct_tool_share'])} of its searches use the right corpus, accuracy "
+        f"After the warm-up {warm['parse_failures']:.1%} of its orders fail to parse and "
+        f"{share(warm['correct_tool_share'])} of its searches use the right corpus (a coin: 0.50), accuracy "
         f"{warm['accuracy']:.2f}.",
         f"GRPO moved the right-corpus share {share(warm['correct_tool_share'])} → "
         f"{share(after['correct_tool_share'])} and accuracy {warm['accuracy']:.2f} → {after['accuracy']:.2f} "
