@@ -55,7 +55,7 @@ class QuickstartArguments:
     random_tool: bool = field(default=True, metadata={
         "help": "Warm up on trajectories whose tool is a fair coin, leaving the tool choice to GRPO; false: the "
                 "gold tool (a warm-up that already chooses well leaves GRPO little to do)."})
-    grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (2 prompts x 8 completions each)."})
+    grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
     threads: int = field(default=0, metadata={
         "help": "torch threads (0: one per core). Two torch jobs on the same cores slow each other 10x: run one."})
