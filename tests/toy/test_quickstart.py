@@ -179,7 +179,7 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
     assert [(name, plan.random_tool, plan.seed) for name, plan in warmed] == [
         ("a-sft-s0-40x8", True, 0), ("a-sft-s1-40x8", True, 1)]
-    suffix = "30x1e-05-g8-kl0.04"
+    suffix = "30x1e-05-g8-kl0.04"  # settings given on the command line name the run
     assert [(start, out) for start, out, _ in trained] == [
         ("a-sft-s0-40x8", f"a-composite-{suffix}-s0"), ("a-sft-s0-40x8", f"a-em_only-{suffix}-s0"),
         ("a-sft-s1-40x8", f"a-composite-{suffix}-s1"), ("a-sft-s1-40x8", f"a-em_only-{suffix}-s1")]
@@ -206,3 +206,13 @@ def test_tool_choice_log_splits_rewards_by_gold_and_first_called_tool():
                     {"step": 2, "ARXIV->none": (1, 1.0, 1.0)}]
     with pytest.raises(ValueError, match="line 2: not a trajectory-log record"):
         summarise([lines[0], '{"step": 3}'], window=1)
+
+
+def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
+    import argparse
+    import importlib
+
+    proof = importlib.import_module("bench.learning_proof")
+    args = argparse.Namespace(tool_term="share", grpo_steps=30, grpo_lr=1e-5, grpo_generations=None, grpo_beta=None)
+    extra = proof.grpo_overrides(args, "composite", 0, tmp_path)
+    assert "--num_generations" not in extra and "--beta" not in extra and proof.run_suffix(args) == "-30x1e-05"
