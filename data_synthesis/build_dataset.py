@@ -80,6 +80,10 @@ class BuildDatasetArguments:
     query_temperature: float = field(default=0.8, metadata={"help": "Sampling temperature for questions."})
     answer_temperature: float = field(default=0.7, metadata={"help": "Sampling temperature for answers."})
     send_seed: bool = field(default=True, metadata={"help": "Send a per-request `seed` parameter."})
+    question_format: str = field(default="json", metadata={
+        "help": "How the generator writes a question: json ({\"question\": ...}, repaired once) or text (one "
+                "line ending with '?'; for small models that rarely close a JSON object).",
+        "choices": ["json", "text"]})
     oversample: float = field(default=1.15, metadata={"help": "Slots planned per missing pair in round 1."})
     max_rounds: int = field(default=3, metadata={"help": "Rounds of make-up slots for dropped pairs."})
     min_answer_words: int = field(default=20, metadata={"help": "Shorter answers are dropped (too_short)."})
@@ -131,7 +135,8 @@ class BuildDatasetArguments:
         return SynthesisConfig(
             seed=self.seed, max_doc_chars=self.max_doc_chars, query_max_tokens=self.query_max_tokens,
             answer_max_tokens=self.answer_max_tokens, query_temperature=self.query_temperature,
-            answer_temperature=self.answer_temperature, send_seed=self.send_seed, oversample=self.oversample,
+            answer_temperature=self.answer_temperature, send_seed=self.send_seed,
+            question_format=self.question_format, oversample=self.oversample,
             max_rounds=self.max_rounds, rules=QuestionRules(quote_ngram=self.quote_ngram),
             filters=FilterConfig(**filters))
 
@@ -215,7 +220,8 @@ def build(args: BuildDatasetArguments) -> dict:
     wanted = {split: sum(n for (s, _), n in needs.items() if s == split) for split in ("train", "test")}
     seconds = time.monotonic() - started
     summary = {
-        "generator": generator, "prompts_version": PROMPTS_VERSION, "seed": args.seed,
+        "generator": generator, "prompts_version": PROMPTS_VERSION, "question_format": args.question_format,
+        "seed": args.seed,
         "pairs": {split: len(rows) for split, rows in records.items()}, "wanted": wanted,
         "slots": sum(len(v) for v in selection.accepted.values()) + len(selection.rejects),
         "surplus": sum(len(v) for v in selection.accepted.values()) - sum(len(r) for r in records.values()),

@@ -18,7 +18,14 @@ from typing import Any
 
 from data_synthesis.filters import DuplicateIndex, FilterConfig, pair_problem
 from data_synthesis.pairs import Candidate, answer_messages, balanced_labels, to_record
-from data_synthesis.queries import QuestionRules, parse_question, query_messages, question_problem
+from data_synthesis.queries import (
+    QUESTION_FORMATS,
+    QuestionRules,
+    parse_question,
+    parse_text_question,
+    query_messages,
+    question_problem,
+)
 from plumbing.llm_client import ChatClient
 from retrieval.corpus import CorpusPassage
 
@@ -65,6 +72,7 @@ class SynthesisConfig:
     query_temperature: float = 0.8
     answer_temperature: float = 0.7
     send_seed: bool = True  # pass a per-request `seed` (vLLM, OpenAI and transformers serve accept it)
+    question_format: str = "json"  # or "text": one plain line ending with "?" (small generators)
     oversample: float = 1.15  # slots planned per missing record in the first round
     max_rounds: int = 3
     rules: QuestionRules = field(default_factory=QuestionRules)
@@ -73,6 +81,8 @@ class SynthesisConfig:
     def __post_init__(self) -> None:
         if self.oversample < 1 or self.max_rounds < 1:
             raise ValueError(f"need oversample >= 1 and max_rounds >= 1; got {self}")
+        if self.question_format not in QUESTION_FORMATS:
+            raise ValueError(f"question_format must be one of {QUESTION_FORMATS}, got {self.question_format!r}")
 
 
 def request_seed(seed: int, slot_id: str, role: str) -> int:
@@ -85,15 +95,25 @@ async def synthesize(client: ChatClient, slot: Slot, cfg: SynthesisConfig) -> Ou
         seed = request_seed(cfg.seed, slot.id, role) if cfg.send_seed else None
         return {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
 
-    obj, q_result, problem = await client.chat_json(query_messages(slot.domain, slot.documents, cfg.max_doc_chars),
-                                                    **params("query", cfg.query_max_tokens, cfg.query_temperature))
-    if obj is None:
-        detail = q_result.error if problem == "llm_failed" else q_result.content[:500]
-        return Reject(slot, f"query_{problem}", detail or "")
-    try:
-        question = parse_question(obj)
-    except ValueError as exc:
-        return Reject(slot, "query_bad_schema", str(exc))
+    asked = query_messages(slot.domain, slot.documents, cfg.max_doc_chars, cfg.question_format)
+    query = params("query", cfg.query_max_tokens, cfg.query_temperature)
+    if cfg.question_format == "text":
+        q_result = await client.chat(asked, **query)
+        if not q_result.ok:
+            return Reject(slot, "query_llm_failed", q_result.error or "")
+        try:
+            question = parse_text_question(q_result.content)
+        except ValueError:
+            return Reject(slot, "query_no_question", q_result.content[:500])
+    else:
+        obj, q_result, problem = await client.chat_json(asked, **query)
+        if obj is None:
+            detail = q_result.error if problem == "llm_failed" else q_result.content[:500]
+            return Reject(slot, f"query_{problem}", detail or "")
+        try:
+            question = parse_question(obj)
+        except ValueError as exc:
+            return Reject(slot, "query_bad_schema", str(exc))
     problem = question_problem(question, slot.documents, cfg.rules)
     if problem:
         return Reject(slot, f"question_{problem}", question=question)

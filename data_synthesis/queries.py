@@ -43,8 +43,12 @@ _QUERY_SYSTEM = (
     "- It needs an explanatory answer of a few paragraphs; it must not be answerable with yes or no.\n"
     "- Use your own words; do not copy phrases from the material.\n"
     "{multi}"
-    "- Reply with a JSON object of the form {{\"question\": \"...\"}} and nothing else."
+    "{reply}"
 )
+_REPLY = {"json": "- Reply with a JSON object of the form {\"question\": \"...\"} and nothing else.",
+          "text": "- Reply with the question alone, on one line ending with a question mark, and nothing else."}
+_ASK = {"json": "Write the question as JSON.", "text": "Write the question."}
+QUESTION_FORMATS = tuple(_REPLY)
 _MULTI = "- Several related passages are given; ask something whose full answer draws on more than one of them.\n"
 
 _YES_NO_START = frozenset(
@@ -76,14 +80,32 @@ def render_documents(documents: Sequence[CorpusPassage], max_chars: int) -> str:
     return "\n\n".join(blocks)
 
 
-def query_messages(domain: str, documents: Sequence[CorpusPassage], max_doc_chars: int = 4000) -> list[dict]:
-    """The chat that asks for one question about `documents`."""
+def query_messages(domain: str, documents: Sequence[CorpusPassage], max_doc_chars: int = 4000,
+                   question_format: str = "json") -> list[dict]:
+    """The chat that asks for one question about `documents`, as a JSON object or (`question_format="text"`, for
+    small models that rarely close a JSON object) as one plain line."""
     if domain not in _FOCUS:
         raise ValueError(f"unknown domain {domain!r}; expected one of {sorted(_FOCUS)}")
+    if question_format not in _REPLY:
+        raise ValueError(f"unknown question format {question_format!r}; expected one of {QUESTION_FORMATS}")
     who, focus = _FOCUS[domain]
-    system = _QUERY_SYSTEM.format(who=who, focus=focus, multi=_MULTI if len(documents) > 1 else "")
-    user = f"Source material:\n\n{render_documents(documents, max_doc_chars)}\n\nWrite the question as JSON."
+    system = _QUERY_SYSTEM.format(who=who, focus=focus, multi=_MULTI if len(documents) > 1 else "",
+                                  reply=_REPLY[question_format])
+    user = f"Source material:\n\n{render_documents(documents, max_doc_chars)}\n\n{_ASK[question_format]}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+_LINE_PREFIX = re.compile(r"^(?:\s*(?:question\s*\d*\s*:|q\s*:|\[\d+\]|\d+[.)]|[-*•]|#+)\s*)+", re.IGNORECASE)
+
+
+def parse_text_question(text: str) -> str:
+    """The first line of a plain-text reply that ends with a question mark, without list markers or a
+    "Question:" label; ValueError when no line does."""
+    for line in text.splitlines():
+        line = _LINE_PREFIX.sub("", line.strip()).strip().strip('"\'*` ')
+        if line.endswith("?") and len(line) > 1:
+            return " ".join(line.split())
+    raise ValueError("no line of the reply ends with a question mark")
 
 
 def parse_question(obj: Mapping[str, Any]) -> str:

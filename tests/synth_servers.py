@@ -70,6 +70,12 @@ def scripted_reply(body: dict) -> tuple[str, str]:
     system = next((m["content"] for m in messages if m["role"] == "system"), "")
     user = next(m["content"] for m in messages if m["role"] == "user")
     every = " ".join(m["content"] for m in messages)
+    if "question mark" in system:  # question generation, plain-text format: a small model's habits
+        topic = _topic(user)
+        if "MARKGARBAGE" in every:
+            return "Question:\n\n[1] zq zq zq", "length"
+        words = random.Random(f"q:{body.get('seed')}").sample(sorted(set(_doc_words(user))), 6)
+        return f"Question:\n\n[1] Explain {topic}: how do {', '.join(words)} relate, and why?\n\nJSON:", "stop"
     if '"question"' in system:  # question generation
         topic = _topic(user)
         if "MARKGARBAGE" in every:

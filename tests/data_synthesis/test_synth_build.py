@@ -176,3 +176,28 @@ def test_questions_over_neighbouring_passages_of_one_article_and_titles_split(tm
         assert len({d["title"] for d in docs}) == 1 and numbers == list(range(numbers[0], numbers[0] + len(docs)))
     titles = {s: {d["title"] for r in recs for d in r["meta"]["documents"]} for s, recs in got.items()}
     assert not titles["train"] & titles["test"]
+
+
+def test_plain_text_questions_are_taken_from_a_rambling_reply_or_dropped_with_a_reason(tmp_path):
+    wiki = write_corpus(tmp_path / "wiki.jsonl", 6, 0, ("MARKGARBAGE",))
+    llm = ScriptedLLM()
+    out = tmp_path / "out"
+    with serve(llm.app) as url:
+        main(["--corpus", f"wiki={wiki}", "--base-url", url, "--model", "m", "--question-format", "text",
+              "--n-train", "4", "--n-test", "0", "--out", str(out), "--oversample", "2", *FAST])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["client"]["json_repairs"] == 0 and summary["question_format"] == "text"
+    rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
+    garbage = [r for r in rejects if r["reason"] == "query_no_question"]
+    assert garbage and all("zq zq zq" in r["detail"] for r in garbage)
+    got = check_records(out, {"train": 4})
+    assert all(r["question"].startswith("Explain ") and r["question"].endswith("?") for r in got["train"])
+
+
+def test_parse_text_question_strips_labels_and_markers():
+    from data_synthesis.queries import parse_text_question
+
+    assert parse_text_question("Question:\n\n[2] What was Harvey Milk?\n\nJSON:") == "What was Harvey Milk?"
+    assert parse_text_question("1. **How did the Bhakti movement spread?**") == "How did the Bhakti movement spread?"
+    with pytest.raises(ValueError, match="question mark"):
+        parse_text_question("Question:\n\n[1] The Hanseatic League: A medieval network")
