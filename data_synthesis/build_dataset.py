@@ -91,6 +91,9 @@ class BuildDatasetArguments:
     max_pair_jaccard: float = field(default=0.9, metadata={"help": "Positive/negative token-set Jaccard at or above "
                                                                    "this: drop (pair_too_similar)."})
     duplicate_jaccard: float = field(default=0.8, metadata={"help": "Questions this similar are near-duplicates."})
+    trim_truncated: bool = field(default=False, metadata={
+        "help": "An answer cut at --answer-max-tokens keeps its complete sentences instead of being dropped as "
+                "truncated (small generators that ramble on)."})
     copy_ngram: int = field(default=25, metadata={"help": "A positive repeating this many document tokens in a row "
                                                           "copies it (dropped)."})
     quote_ngram: int = field(default=10, metadata={"help": "A question repeating this many document tokens in a "
@@ -131,7 +134,8 @@ class BuildDatasetArguments:
         """`overrides`: FilterConfig fields an oracle's answers need relaxed (its `filter_overrides`)."""
         filters = {"min_answer_words": self.min_answer_words, "max_length_ratio": self.max_length_ratio,
                    "max_pair_jaccard": self.max_pair_jaccard, "copy_ngram": self.copy_ngram,
-                   "duplicate_jaccard": self.duplicate_jaccard, **(overrides or {})}
+                   "duplicate_jaccard": self.duplicate_jaccard, "trim_truncated": self.trim_truncated,
+                   **(overrides or {})}
         return SynthesisConfig(
             seed=self.seed, max_doc_chars=self.max_doc_chars, query_max_tokens=self.query_max_tokens,
             answer_max_tokens=self.answer_max_tokens, query_temperature=self.query_temperature,

@@ -59,12 +59,27 @@ class FilterConfig:
     max_pair_jaccard: float = 0.9  # token-set Jaccard of positive and negative
     copy_ngram: int = 25  # a positive that repeats this many document tokens in a row copies it
     duplicate_jaccard: float = 0.8  # questions at least this similar are duplicates
+    trim_truncated: bool = False  # an answer cut at max_tokens keeps its complete sentences instead of being dropped
 
     def __post_init__(self) -> None:
         if self.min_answer_words < 1 or self.max_length_ratio < 1 or self.copy_ngram < 2:
             raise ValueError(f"need min_answer_words >= 1, max_length_ratio >= 1, copy_ngram >= 2; got {self}")
         if not (0 < self.max_pair_jaccard <= 1 and 0 < self.duplicate_jaccard <= 1):
             raise ValueError(f"Jaccard thresholds must be in (0, 1]; got {self}")
+
+
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
+
+
+def trimmed(text: str, finish_reason: str | None, cfg: FilterConfig) -> tuple[str, str | None]:
+    """With `cfg.trim_truncated`, an answer cut at max_tokens ("length") ends at its last complete sentence and
+    counts as finished; otherwise, or when it has no complete sentence, it is returned as it was."""
+    if not cfg.trim_truncated or finish_reason != "length":
+        return text, finish_reason
+    ends = list(_SENTENCE_END.finditer(text))
+    if not ends:
+        return text, finish_reason
+    return text[:ends[-1].end()].rstrip(), "stop"
 
 
 def answer_problem(text: str, finish_reason: str | None, cfg: FilterConfig) -> str | None:

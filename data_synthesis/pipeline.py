@@ -13,10 +13,10 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from data_synthesis.filters import DuplicateIndex, FilterConfig, pair_problem
+from data_synthesis.filters import DuplicateIndex, FilterConfig, pair_problem, trimmed
 from data_synthesis.pairs import Candidate, answer_messages, balanced_labels, to_record
 from data_synthesis.queries import (
     QUESTION_FORMATS,
@@ -145,6 +145,11 @@ class Selection:
             self.rejects.append(outcome)
             return
         c = outcome
+        if self.filters.trim_truncated:
+            (positive, pos_finish), (negative, neg_finish) = (trimmed(c.positive, c.positive_finish, self.filters),
+                                                              trimmed(c.negative, c.negative_finish, self.filters))
+            c = replace(c, positive=positive, positive_finish=pos_finish, negative=negative,
+                        negative_finish=neg_finish)
         problem = pair_problem(c.positive, c.positive_finish, c.negative, c.negative_finish,
                                [d.text for d in c.documents], self.filters)
         if problem is None:

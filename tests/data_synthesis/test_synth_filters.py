@@ -155,3 +155,14 @@ def test_merge_repeated_and_needs():
     needs = split_needs(["wiki", "science", "medical"], 10, 2)
     assert list(needs)[:2] == [("test", "wiki"), ("test", "science")]  # test first; medical gets no test pair
     assert sum(v for (s, _), v in needs.items() if s == "train") == 10 and needs[("train", "wiki")] == 4
+
+
+def test_trim_truncated_keeps_complete_sentences_only_when_asked():
+    from data_synthesis.filters import trimmed
+
+    cut = 'Gorillas live in Africa. They eat "plants." The eastern gorilla is the larg'
+    assert trimmed(cut, "length", FilterConfig()) == (cut, "length")
+    assert trimmed(cut, "length", FilterConfig(trim_truncated=True)) == (
+        'Gorillas live in Africa. They eat "plants."', "stop")
+    assert trimmed("no sentence ends here", "length", FilterConfig(trim_truncated=True))[1] == "length"
+    assert trimmed(cut, "stop", FilterConfig(trim_truncated=True)) == (cut, "stop")
