@@ -78,17 +78,20 @@ def run_suffix(args) -> str:
     from the config's."""
     return (("" if args.tool_term == "share" else f"-{args.tool_term}") + f"-{args.grpo_steps}x{args.grpo_lr:g}"
             + ("" if args.grpo_generations is None else f"-g{args.grpo_generations}")
-            + ("" if args.grpo_beta is None else f"-kl{args.grpo_beta:g}"))
+            + ("" if args.grpo_beta is None else f"-kl{args.grpo_beta:g}")
+            + ("" if args.grpo_batch is None else f"-b{args.grpo_batch}"))
 
 
 def grpo_overrides(args, variant: str, seed: int, run: Path) -> list[str]:
-    """Command-line overrides of the GRPO config for one run; the batch stays 16 completions a step."""
+    """Command-line overrides of the GRPO config for one run."""
     extra = ["--reward_variant", variant, "--tool_term", args.tool_term, "--seed", str(seed),
              "--learning_rate", str(args.grpo_lr), "--trajectory_log", str(run / "trajectories.jsonl")]
     if args.grpo_generations is not None:
         extra += ["--num_generations", str(args.grpo_generations)]
     if args.grpo_beta is not None:
         extra += ["--beta", str(args.grpo_beta)]
+    if args.grpo_batch is not None:
+        extra += ["--per_device_train_batch_size", str(args.grpo_batch)]
     return extra
 
 
@@ -152,13 +155,14 @@ def main() -> None:
     parser.add_argument("--sft-steps", type=int, default=40, help="warm-up steps")
     parser.add_argument("--sft-batch", type=int, default=8, help="gold trajectories per warm-up step")
     parser.add_argument("--sft-lr", type=float, default=1e-4, help="warm-up peak learning rate (cosine)")
-    parser.add_argument("--grpo-steps", type=int, default=30, help="GRPO steps (16 completions each)")
+    parser.add_argument("--grpo-steps", type=int, default=30, help="GRPO steps")
     parser.add_argument("--grpo-lr", type=float, default=1e-5, help="GRPO learning rate (constant)")
     parser.add_argument("--grpo-generations", type=int, default=None,
-                        help="completions per prompt (default: the config's 4); a step stays 16 completions (8: one "
-                             "wiki and one science prompt)")
+                        help="completions per prompt (default: the config's 4)")
     parser.add_argument("--grpo-beta", type=float, default=None,
                         help="KL coefficient against the warm-up (default: the config's 0.0)")
+    parser.add_argument("--grpo-batch", type=int, default=None,
+                        help="completions a step, a multiple of the group size (default: the config's 16)")
     args = parser.parse_args()
     if args.domains is None:  # with medical, WIKI is the right tool 2 times in 3
         args.domains = ["wiki", "science"] if args.stage == "a" else ["wiki", "science", "medical"]

@@ -175,6 +175,7 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     args = argparse.Namespace(stage="a", seeds=[0, 1], model="smollm2-135m-instruct", sft_steps=40, sft_batch=8,
                               sft_lr=1e-4, domains=["wiki", "science"], variants=["composite", "em_only"],
                               grpo_steps=30, grpo_lr=1e-5, tool_term="share", grpo_generations=8, grpo_beta=0.04,
+                              grpo_batch=None,
                               out=tmp_path)
     runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
     assert [(name, plan.random_tool, plan.seed) for name, plan in warmed] == [
@@ -213,6 +214,7 @@ def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
     import importlib
 
     proof = importlib.import_module("bench.learning_proof")
-    args = argparse.Namespace(tool_term="share", grpo_steps=30, grpo_lr=1e-5, grpo_generations=None, grpo_beta=None)
+    args = argparse.Namespace(tool_term="share", grpo_steps=30, grpo_lr=1e-5, grpo_generations=None, grpo_beta=None,
+                              grpo_batch=None)
     extra = proof.grpo_overrides(args, "composite", 0, tmp_path)
     assert "--num_generations" not in extra and "--beta" not in extra and proof.run_suffix(args) == "-30x1e-05"
