@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import threading
 import time
 
@@ -13,16 +12,11 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from openrm.generation import HFGenerator, SamplingParams
+from plumbing.serve import free_port
 
 
 def decode(tok, ids) -> str:
     return tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
