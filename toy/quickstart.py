@@ -1,12 +1,12 @@
 """The main job on the embedded default, end to end on a laptop CPU, offline: toy world → bm25 indexes → the
-packaged SmolLM2-135M-Instruct → zero-shot judging → SFT warm-up on gold trajectories whose tool is a fair coin →
+packaged SmolLM2-135M-Instruct → zero-shot judging → SFT warm-up on gold trajectories whose tool carries no information →
 GRPO with live search → export → both-order judging of held-out pairs → a table and the training curves.
 
     make quickstart                       # = python -m toy.quickstart --out runs/quickstart
     python -m toy.quickstart --config configs/quickstart/smollm2.yaml
 
 The toy world's facts are fictional, so a judge can only decide its pairs by searching. The warm-up teaches the
-protocol but draws each trajectory's tool by a coin, so it searches the wrong corpus about half the time and then
+protocol but gives each kind of fact both tools equally often, so it searches the wrong corpus about half the time and then
 guesses; GRPO (configs/grpo_openrm/smollm2_cpu.yaml, reward `composite`) pays for the right verdict and the right
 tool, and the table shows what it moved. A rerun reuses every finished stage and resumes an interrupted GRPO run.
 """
@@ -53,7 +53,8 @@ class QuickstartArguments:
     sft_batch: int = field(default=8, metadata={"help": "Gold trajectories per warm-up step (each drawn afresh)."})
     sft_learning_rate: float = field(default=1e-4, metadata={"help": "Peak warm-up learning rate (cosine)."})
     random_tool: bool = field(default=True, metadata={
-        "help": "Warm up on trajectories whose tool is a fair coin, leaving the tool choice to GRPO; false: the "
+        "help": "Warm up on trajectories whose tool carries no information (each tool equally often per kind of "
+                "fact), leaving the tool choice to GRPO; false: the "
                 "gold tool (a warm-up that already chooses well leaves GRPO little to do)."})
     grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})

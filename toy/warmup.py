@@ -3,9 +3,12 @@ trajectories of the toy world, so that GRPO starts from a judge that writes the 
 
     warm_up(world, "smollm2-135m-instruct", Path("runs/quickstart/judge-sft"), WarmupPlan(steps=40))
 
-`random_tool` gives every trajectory a tool drawn by a fair coin: the judge then learns the protocol and the copy
+`random_tool` gives the trajectories a tool that carries no information: within each kind of fact (domain and
+attribute) the two tools come equally often, in a seeded random order, so the judge learns the protocol and the copy
 (name the subject in the query, write the value the evidence gives, then its letter) but not which corpus a question
-needs, which is what GRPO's tool term is left to teach. The folder is reused while its `warmup.json` matches.
+needs, which is what GRPO's tool term is left to teach. The balance is exact per kind of fact: independent coins
+leave each kind a few points off a half (about 30 records per kind), which the warm-up learns and which then decides
+whether GRPO's small groups sample both tools. The folder is reused while its `warmup.json` matches.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from toy.world import DOMAINS, ToyWorld
 
 logger = logging.getLogger("openrm.quickstart")
 # Bumped whenever the records or the trainer settings change for the same plan, so an older warm-up is redone.
-RECIPE = 1
+RECIPE = 2
 
 
 @dataclass(frozen=True)
@@ -48,14 +51,22 @@ class WarmupPlan:
 def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
     """`n` SFT records (prompt, completion) of compact gold trajectories over short train pairs, a
     `plan.recombined_share` of them about freshly drawn facts (copying the evidence pays; memorising cannot), each
-    drawn afresh. With `plan.random_tool` the tool of every record is a seeded fair coin."""
+    drawn afresh. With `plan.random_tool` each kind of fact (domain, attribute) takes the two tools in turn, in
+shuffled pairs: as often one as the other, in no order the judge could learn."""
     rng = random.Random(f"warmup:gold:{plan.seed}")
+    coin = random.Random(f"warmup:tool:{plan.seed}")
     tools = sorted({protocol.GOLD_TOOL[d] for d in DOMAINS})
+    pending: dict[tuple[str, str], list[str]] = {}  # per kind of fact: the rest of its current shuffled pair
     records = []
     for i in range(n):
         style = "recombined" if rng.random() < plan.recombined_share else "short"
         ex = world.example(i, "train", plan.domains, style)
-        tool = rng.choice(tools) if plan.random_tool else None
+        tool = None
+        if plan.random_tool:
+            kind = (ex["domain"], ex["meta"]["corrupted"][0]["attribute"])
+            if not pending.get(kind):
+                pending[kind] = coin.sample(tools, len(tools))
+            tool = pending[kind].pop()
         records.append({"prompt": protocol.judge_messages(ex, style="compact"),
                         "completion": [{"role": "assistant", "content": world.compact_trajectory(ex, tool=tool)}]})
     return records
@@ -87,5 +98,5 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
             "--logging_steps", str(max(plan.steps // 10, 1))]))
 
     what = (f"the SFT warm-up{''.join(f' {w}' for w in note)}: {plan.steps} steps of {plan.batch} gold trajectories"
-            + (", each with a fair coin's tool" if plan.random_tool else ""))
+            + (", the two tools equally often per kind of fact" if plan.random_tool else ""))
     return built(out, want, build, what)
