@@ -3,6 +3,7 @@ packaged SmolLM2-135M-Instruct learns what its reward asks, measured on held-out
 
     .venv/bin/python bench/learning_proof.py --stage a --seeds 0 1 2     # the reward shapes the tool choice
     .venv/bin/python bench/learning_proof.py --stage b --seeds 0 1 2     # the judge learns to use evidence
+    .venv/bin/python bench/learning_proof.py --stage c --seeds 0 1 2 --variants composite   # ... to search
     .venv/bin/python bench/learning_proof.py --stage a --variants decoupled --tool-term per_call   # over-searching
 
 Both stages use the quickstart's pieces (toy/quickstart.py): short single-fact pairs of the toy world (fictional
@@ -17,7 +18,10 @@ start, one run per seed. Reported (the paper's Fig. 3 axes and more): the share 
 seeds.
 Stage B. The warm-up uses the right tool; then GRPO (composite). Accuracy with search and without it (the no-tool
 prompt).
-Both stages also judge each final checkpoint on pairs of a toy world of another seed (`--other-world`: names it never
+Stage C. The warm-up uses the right tool but searches in only `--search-share` of its trajectories (exactly, per kind
+of fact) and answers at once, a guess, in the rest; then GRPO with each reward variant. Reported: searches per order
+(greedy, and sampled at T=1), accuracy, right corpus, parse failures; the quickstart is this stage's seed 0.
+Every stage also judges each final checkpoint on pairs of a toy world of another seed (`--other-world`: names it never
 saw), so a skill that was only memorised would show there.
 
 Every stage is cached under --out (delete a folder to redo it); results go to `<out>/stage_<x>.json` and a markdown
@@ -49,11 +53,21 @@ METRICS = ("correct_tool_share", "sampled_tool_share", "searches_per_order", "mo
            "parse_failures", "other_world_accuracy")
 
 
+STAGE_METRICS = {
+    "a": METRICS,
+    "b": (*METRICS[2:], "no_search_accuracy"),
+    "c": ("searches_per_order", "sampled_searches_per_order", "correct_tool_share", "model_tokens_per_order",
+          "accuracy", "parse_failures", "other_world_accuracy", "no_search_accuracy"),
+}
+
+
 def judged(model: Path, indexes, test: list[dict], other: tuple | None, sampled: bool) -> dict:
     metrics = measured(model, indexes, test)
     metrics["searches_per_order"] = metrics["searches_per_judgment"] / 2
     if sampled:  # the policy GRPO trains, not only its mode
-        metrics["sampled_tool_share"] = measured(model, indexes, test, temperature=1.0, seed=0)["correct_tool_share"]
+        at_t1 = measured(model, indexes, test, temperature=1.0, seed=0)
+        metrics["sampled_tool_share"] = at_t1["correct_tool_share"]
+        metrics["sampled_searches_per_order"] = at_t1["searches_per_judgment"] / 2
     if other:
         metrics["other_world_accuracy"] = measured(model, other[0], other[1])["accuracy"]
     return metrics
@@ -97,22 +111,25 @@ def grpo_overrides(args, variant: str, seed: int, run: Path) -> list[str]:
 
 def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict], other: tuple | None) -> dict:
     stage_a = args.stage == "a"
+    sampled = args.stage in ("a", "c")
+    share = args.search_share if args.stage == "c" else 1.0
     base = resolve(args.model)
     runs: dict[str, dict] = {}
     for seed in args.seeds:
         plan = WarmupPlan(steps=args.sft_steps, batch=args.sft_batch, learning_rate=args.sft_lr,
-                          random_tool=stage_a, domains=tuple(args.domains), seed=seed)
-        start = warm_up(world, base, args.out / f"{args.stage}-sft-s{seed}-{args.sft_steps}x{args.sft_batch}", plan)
-        runs[f"sft/s{seed}"] = judged(start, indexes, test, None, sampled=stage_a)  # another world: trained only
+                          random_tool=stage_a, search_share=share, domains=tuple(args.domains), seed=seed)
+        start = warm_up(world, base, args.out / (f"{args.stage}-sft-s{seed}-{args.sft_steps}x{args.sft_batch}"
+                                                 + ("" if share == 1 else f"-search{share:g}")), plan)
+        runs[f"sft/s{seed}"] = judged(start, indexes, test, None, sampled=sampled)  # another world: trained only
         if not stage_a:
             runs[f"sft/s{seed}"]["no_search_accuracy"] = measured(start, None, test)["accuracy"]
         logger.info("stage %s seed %d SFT start: %s", args.stage, seed, runs[f"sft/s{seed}"])
-        for variant in (args.variants if stage_a else ["composite"]) if args.grpo_steps else ():
+        for variant in (["composite"] if args.stage == "b" else args.variants) if args.grpo_steps else ():
             t = time.perf_counter()
             name = variant + run_suffix(args)
             folder = args.out / f"{args.stage}-{name}-s{seed}"
             run = grpo(start, data, indexes, folder, args.grpo_steps, *grpo_overrides(args, variant, seed, folder))
-            metrics = judged(run, indexes, test, other, sampled=stage_a)
+            metrics = judged(run, indexes, test, other, sampled=sampled)
             if not stage_a:
                 metrics["no_search_accuracy"] = measured(run, None, test)["accuracy"]
             metrics.update(seconds=time.perf_counter() - t, curve=curve(run))
@@ -123,9 +140,9 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict], othe
 
 
 def table(runs: dict, args) -> str:
-    names = ["sft", *(args.variants if args.stage == "a" else ["composite"])]
+    names = ["sft", *(["composite"] if args.stage == "b" else args.variants)]
     names = [n if n == "sft" else n + run_suffix(args) for n in names]
-    metrics = METRICS if args.stage == "a" else (*METRICS[2:], "no_search_accuracy")
+    metrics = STAGE_METRICS[args.stage]
     lines = ["| start → GRPO variant | seeds | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 2) + "|"]
     for name in names:
         rows = [runs[f"{name}/s{s}"] for s in args.seeds if f"{name}/s{s}" in runs]
@@ -137,7 +154,8 @@ def table(runs: dict, args) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stage", choices=("a", "b"), required=True, help="a: tool choice; b: use of evidence")
+    parser.add_argument("--stage", choices=("a", "b", "c"), required=True,
+                        help="a: tool choice; b: use of evidence; c: whether to search")
     parser.add_argument("--out", type=Path, default=Path("runs/learning-proof"), help="cache and results folder")
     parser.add_argument("--model", default="smollm2-135m-instruct", help="base model: packaged short name or folder")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="warm-up and GRPO seeds")
@@ -146,6 +164,8 @@ def main() -> None:
     parser.add_argument("--domains", nargs="+", default=None,
                         help="toy domains of the pairs; default: wiki and science in stage A (WIKI and ARXIV are the "
                              "right tool equally often, so no single tool scores above a coin), all three in B")
+    parser.add_argument("--search-share", type=float, default=0.3,
+                        help="stage C: the share of warm-up trajectories that search (the rest answer at once)")
     parser.add_argument("--tool-term", default="share", choices=("share", "per_call"), help="R_tool's definition")
     parser.add_argument("--n-train", type=int, default=2000, help="short training pairs (GRPO prompts)")
     parser.add_argument("--n-eval", type=int, default=100, help="held-out pairs judged in both orders")

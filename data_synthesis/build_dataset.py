@@ -52,12 +52,17 @@ class BuildDatasetArguments:
                                                                  "http://localhost:8000/v1."})
     model: str | None = field(default=None, metadata={"help": "Model name the server knows."})
     serve: str | None = field(default=None, metadata={
-        "help": "Start `transformers serve` on loopback with this model (a packaged model's short name, e.g. "
-                "smollm2-135m-instruct, or a folder) for the run, instead of --base-url / --model; its log goes to "
-                "<out>/server.log."})
-    serve_threads: int = field(default=0, metadata={"help": "torch threads of the --serve server (0: its default)."})
+        "help": "Start a server on loopback with this model for the run, instead of --base-url / --model: a "
+                "packaged model's short name (e.g. smollm2-135m-instruct), or a folder (transformers) or a .gguf "
+                "file (llama.cpp); its log goes to <out>/server.log."})
+    serve_engine: str = field(default="transformers", metadata={
+        "help": "The --serve server: `transformers` (transformers serve, float weights) or `llama.cpp` "
+                "(llama-cpp-python's server on the packaged GGUF as it is quantized; several times faster on a "
+                "CPU; installed by `make llama-cpp`).", "choices": ["transformers", "llama.cpp"]})
+    serve_threads: int = field(default=0, metadata={"help": "Compute threads of the --serve server (0: its "
+                                                            "default)."})
     serve_continuous_batching: bool = field(default=False, metadata={
-        "help": "Run the --serve server with continuous batching (paged attention)."})
+        "help": "Run the transformers --serve server with continuous batching (paged attention)."})
     api_key_env: str = field(default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the API "
                                                                           "key (unset: no key sent)."})
     oracle: str | None = field(default=None, metadata={"help": "An installed synthesis oracle instead of the LLM "
@@ -113,6 +118,8 @@ class BuildDatasetArguments:
                                  f"{self.oracle!r}")
         elif self.serve is not None and (self.base_url or self.model):
             raise ValueError("--serve starts its own server: leave out --base-url and --model")
+        if self.serve_engine == "llama.cpp" and self.serve_continuous_batching:
+            raise ValueError("--serve-continuous-batching is a transformers serve setting, not llama.cpp's")
         if self.oracle is None:
             if not self.corpus or not (self.serve or (self.base_url and self.model)):
                 raise ValueError("without --oracle, give --corpus NAME=PATH (one or more) and either --serve MODEL "
@@ -261,16 +268,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def served_build(args: BuildDatasetArguments) -> dict:
-    """`build` against a `transformers serve` this process starts for `args.serve` and stops afterwards."""
-    from openrm.models import resolve
-    from plumbing.serve import transformers_server
+    """`build` against a server (`args.serve_engine`) this process starts for `args.serve` and stops afterwards."""
+    from openrm.models import PACKAGED, gguf_path, resolve
+    from plumbing.serve import llama_cpp_server, transformers_server
 
-    folder = resolve(args.serve)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    with transformers_server(folder, log=Path(args.out) / "server.log", threads=args.serve_threads or None,
-                             continuous_batching=args.serve_continuous_batching) as url:
-        logger.info("serving %s at %s", args.serve, url)
-        args.base_url, args.model = f"{url}/v1", folder
+    log = Path(args.out) / "server.log"
+    if args.serve_engine == "llama.cpp":
+        gguf = str(gguf_path(PACKAGED[args.serve])) if args.serve in PACKAGED else args.serve
+        name = args.serve if args.serve in PACKAGED else Path(gguf).stem
+        server = llama_cpp_server(gguf, log=log, threads=args.serve_threads or None, alias=name)
+    else:
+        name = resolve(args.serve)
+        server = transformers_server(name, log=log, threads=args.serve_threads or None,
+                                     continuous_batching=args.serve_continuous_batching)
+    with server as url:
+        logger.info("serving %s with %s at %s", args.serve, args.serve_engine, url)
+        args.base_url, args.model = f"{url}/v1", name
         try:
             return build(args)
         finally:

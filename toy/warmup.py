@@ -27,6 +27,7 @@ from toy.world import DOMAINS, ToyWorld
 logger = logging.getLogger("openrm.quickstart")
 # Bumped whenever the records or the trainer settings change for the same plan, so an older warm-up is redone.
 RECIPE = 2
+SEARCH_BLOCK = 10  # `search_share` holds exactly per kind of fact over each run of this many of its records
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class WarmupPlan:
     learning_rate: float = 1e-4
     recombined_share: float = 0.5  # records whose fact is drawn afresh: only their own passage holds it
     random_tool: bool = False
+    search_share: float = 1.0  # records that search; the rest answer at once (a guess, having no evidence)
     domains: tuple[str, ...] = DOMAINS
     seed: int = 0
 
@@ -44,6 +46,8 @@ class WarmupPlan:
             raise ValueError("steps and batch must be >= 1 and learning_rate > 0")
         if not 0.0 <= self.recombined_share <= 1.0:
             raise ValueError(f"recombined_share must be in [0, 1], got {self.recombined_share}")
+        if not 0.0 < self.search_share <= 1.0 or round(self.search_share * SEARCH_BLOCK) < 1:
+            raise ValueError(f"search_share must be in [{1 / SEARCH_BLOCK:g}, 1], got {self.search_share}")
         if not self.domains or set(self.domains) - set(DOMAINS):
             raise ValueError(f"domains must be a non-empty subset of {DOMAINS}, got {list(self.domains)}")
 
@@ -52,23 +56,35 @@ def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
     """`n` SFT records (prompt, completion) of compact gold trajectories over short train pairs, a
     `plan.recombined_share` of them about freshly drawn facts (copying the evidence pays; memorising cannot), each
     drawn afresh. With `plan.random_tool` each kind of fact (domain, attribute) takes the two tools in turn, in
-shuffled pairs: as often one as the other, in no order the judge could learn."""
+    shuffled pairs: as often one as the other, in no order the judge could learn. With `plan.search_share` < 1 each
+    kind of fact searches in that share of its records (exactly, over every run of `SEARCH_BLOCK` of them, shuffled)
+    and answers at once in the rest."""
     rng = random.Random(f"warmup:gold:{plan.seed}")
     coin = random.Random(f"warmup:tool:{plan.seed}")
     tools = sorted({protocol.GOLD_TOOL[d] for d in DOMAINS})
-    pending: dict[tuple[str, str], list[str]] = {}  # per kind of fact: the rest of its current shuffled pair
+    searches = round(plan.search_share * SEARCH_BLOCK)
+    # per kind of fact: the rest of its current shuffled run of tools, and of search decisions
+    pending_tools: dict[tuple[str, str], list[str]] = {}
+    pending_search: dict[tuple[str, str], list[bool]] = {}
     records = []
     for i in range(n):
         style = "recombined" if rng.random() < plan.recombined_share else "short"
         ex = world.example(i, "train", plan.domains, style)
+        kind = (ex["domain"], ex["meta"]["corrupted"][0]["attribute"])
         tool = None
         if plan.random_tool:
-            kind = (ex["domain"], ex["meta"]["corrupted"][0]["attribute"])
-            if not pending.get(kind):
-                pending[kind] = coin.sample(tools, len(tools))
-            tool = pending[kind].pop()
+            if not pending_tools.get(kind):
+                pending_tools[kind] = coin.sample(tools, len(tools))
+            tool = pending_tools[kind].pop()
+        search = True
+        if searches < SEARCH_BLOCK:
+            if not pending_search.get(kind):
+                pending_search[kind] = coin.sample([True] * searches + [False] * (SEARCH_BLOCK - searches),
+                                                   SEARCH_BLOCK)
+            search = pending_search[kind].pop()
         records.append({"prompt": protocol.judge_messages(ex, style="compact"),
-                        "completion": [{"role": "assistant", "content": world.compact_trajectory(ex, tool=tool)}]})
+                        "completion": [{"role": "assistant",
+                                        "content": world.compact_trajectory(ex, tool=tool, search=search)}]})
     return records
 
 
@@ -98,5 +114,6 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
             "--logging_steps", str(max(plan.steps // 10, 1))]))
 
     what = (f"the SFT warm-up{''.join(f' {w}' for w in note)}: {plan.steps} steps of {plan.batch} gold trajectories"
-            + (", the two tools equally often per kind of fact" if plan.random_tool else ""))
+            + (", the two tools equally often per kind of fact" if plan.random_tool else "")
+            + (f", {plan.search_share:.0%} of them searching" if plan.search_share < 1 else ""))
     return built(out, want, build, what)

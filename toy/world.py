@@ -492,17 +492,20 @@ class ToyWorld:
         return " ".join(sentences)
 
     # ---- gold trajectories (SFT warm-up, parser/reward fixtures) ----------------------------------
-    def compact_trajectory(self, example: dict[str, Any], tool: str | None = None) -> str:
+    def compact_trajectory(self, example: dict[str, Any], tool: str | None = None, search: bool = True) -> str:
         """A correct judging completion for a short example, in the compact format a tiny judge can learn: name the
         fact, search `subject word`, read one fact passage, write the value the evidence gives followed by the letter
         of the answer that states it (the decision is then a copy), answer. `tool` overrides the gold tool (an SFT
-        start whose tool choice is uninformed)."""
+        start whose tool choice is uninformed); `search=False` names the fact and answers at once (an SFT start
+        that does not always search: without evidence its letter is a guess)."""
         if example["meta"].get("style") not in ("short", "recombined"):
             raise ValueError(f"{example['id']}: compact trajectories need a short or recombined example")
         doc = self.by_id[example["meta"]["doc_ids"][0]]
         fact = example["meta"]["corrupted"][0]
         key, true, label = fact["attribute"], fact["true"], example["label"]
         word = SHORT_FACTS[doc.kind][key]
+        if not search:
+            return f"{open_tag(THINK)}{word}{close_tag(THINK)}\n{open_tag(ANSWER)}{label}{close_tag(ANSWER)}"
         if "passage" in example["meta"]:
             passage = Document(**example["meta"]["passage"], domain=doc.domain, kind=doc.kind, subject=doc.subject,
                                facts=((key, true),))

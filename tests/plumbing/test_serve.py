@@ -1,15 +1,19 @@
-"""`transformers serve` as a child process: it starts, answers the OpenAI API, and is gone after the block; a
-folder it cannot serve is a clear error quoting its log; `build_dataset --serve` brings its own server."""
+"""`transformers serve` and the llama.cpp server as child processes: each starts, answers the OpenAI API, and is
+gone after the block; a model it cannot serve is a clear error quoting its log; `build_dataset --serve` brings its
+own server."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import httpx
 import pytest
 
 from data_synthesis.build_dataset import BuildDatasetArguments, main
-from plumbing.serve import ServerError, transformers_server
+from openrm.models import PACKAGED, gguf_path
+from plumbing import serve
+from plumbing.serve import ServerError, llama_cpp_server, transformers_server
 from toy.tiny import build
 from toy.world import ToyWorld
 
@@ -50,6 +54,46 @@ def test_serve_excludes_a_given_server():
                               base_url="http://127.0.0.1:1/v1")
     with pytest.raises(ValueError, match="either --serve MODEL or --base-url and --model"):
         BuildDatasetArguments(out="x", corpus=["wiki=w.jsonl"])
+    with pytest.raises(ValueError, match="not llama.cpp's"):
+        BuildDatasetArguments(out="x", corpus=["wiki=w.jsonl"], serve="smollm2-135m-instruct",
+                              serve_engine="llama.cpp", serve_continuous_batching=True)
+
+
+def test_the_llama_cpp_server_refuses_a_missing_file_and_a_missing_package(tmp_path, monkeypatch):
+    with pytest.raises(ServerError, match="no such GGUF file"):
+        with llama_cpp_server(tmp_path / "missing.gguf"):
+            pass
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    monkeypatch.setattr(serve.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ServerError, match="not installed: pip install 'llama-cpp-python"):
+        with llama_cpp_server(tmp_path / "m.gguf"):
+            pass
+
+
+needs_llama_cpp = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
+                                     reason="llama-cpp-python[server] is not installed (make llama-cpp)")
+
+
+@needs_llama_cpp
+def test_the_llama_cpp_server_answers_on_the_packaged_gguf_and_is_gone_after(tmp_path):
+    gguf = gguf_path(PACKAGED["smollm2-135m-instruct"])
+    with llama_cpp_server(gguf, log=tmp_path / "server.log", threads=1, n_ctx=512, alias="smollm2") as url:
+        assert [m["id"] for m in httpx.get(f"{url}/v1/models").json()["data"]] == ["smollm2"]
+        reply = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
+            "model": "smollm2", "messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8,
+            "temperature": 0})
+        assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"].strip()
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{url}/v1/models", timeout=2)
+
+
+@needs_llama_cpp
+def test_a_file_llama_cpp_cannot_load_is_an_error_that_quotes_its_log(tmp_path):
+    (tmp_path / "broken.gguf").write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(ServerError, match="exited with status") as failed:
+        with llama_cpp_server(tmp_path / "broken.gguf", log=tmp_path / "server.log", startup_timeout_s=60):
+            pass
+    assert "its log" in str(failed.value)
 
 
 def test_build_dataset_serves_its_own_model(tiny, tmp_path):
@@ -61,3 +105,16 @@ def test_build_dataset_serves_its_own_model(tiny, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["client"]["answered"] == summary["client"]["requests"] > 0
     assert summary["slots"] == 2 and (out / "server.log").exists()
+
+
+@needs_llama_cpp
+def test_build_dataset_serves_the_packaged_gguf_with_llama_cpp(tmp_path):
+    corpora = ToyWorld(0).write_corpora(tmp_path / "corpora")
+    out = tmp_path / "out"
+    main(["--corpus", f"wiki={corpora['wiki']['jsonl']}", "--serve", "smollm2-135m-instruct",
+          "--serve-engine", "llama.cpp", "--serve-threads", "1", "--n-train", "1", "--n-test", "1",
+          "--out", str(out), "--concurrency", "2", "--max-rounds", "1", "--oversample", "1",
+          "--query-max-tokens", "8", "--answer-max-tokens", "8", "--progress", "false"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["client"]["answered"] == summary["client"]["requests"] > 0
+    assert "llama" in (out / "server.log").read_text().lower()

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from openrm import protocol
+from openrm.parsing import parse_response
 from toy.world import ToyWorld
 
 SMALL = ["--n_train", "40", "--n_test", "8", "--sft_steps", "2", "--sft_batch", "2", "--grpo_steps", "1",
@@ -57,6 +58,26 @@ def test_quickstart_rejects_bad_arguments(tmp_path, flag, value, message):
     cmd = [sys.executable, "-m", "toy.quickstart", "--out", str(tmp_path), flag, value]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and message in result.stderr
+
+
+def test_a_warmup_that_searches_in_a_share_of_its_records_holds_that_share_per_kind_of_fact():
+    from toy.warmup import WarmupPlan, gold_records
+
+    world = ToyWorld(0)
+    records = gold_records(world, 300, WarmupPlan(search_share=0.3, seed=2))
+    kinds: dict[str, list[bool]] = {}
+    for r in records:
+        text = r["completion"][0]["content"]
+        kinds.setdefault(text.split("<think>")[1].split("</think>")[0], []).append("<search>" in text)
+        parsed = parse_response(text, ("WIKI", "ARXIV"))
+        assert parsed.answer in ("A", "B") and parsed.well_formed
+    for word, searched in kinds.items():  # exactly 3 in every run of 10, up to the last unfinished run
+        full = len(searched) // 10 * 10
+        assert sum(searched[:full]) == full * 3 // 10, (word, searched)
+    assert all(("<search>" in r["completion"][0]["content"])
+               for r in gold_records(world, 50, WarmupPlan(seed=2)))  # the default searches every time
+    with pytest.raises(ValueError, match="search_share"):
+        WarmupPlan(search_share=0.0)
 
 
 def test_warmup_records_are_gold_trajectories_and_the_tool_is_balanced_per_kind_of_fact():
@@ -201,6 +222,14 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     assert set(runs) == {"sft/s0", "sft/s1", f"composite-{suffix}/s0", f"em_only-{suffix}/s0",
                          f"composite-{suffix}/s1", f"em_only-{suffix}/s1"}
     assert f"| GRPO composite-{suffix} | 2 |" in proof.table(runs, args)
+    # stage C: the warm-up searches in a share of its trajectories; its folder says so, and the table counts searches
+    warmed.clear(), trained.clear()
+    args.stage, args.search_share, args.variants, args.seeds = "c", 0.3, ["composite"], [2]
+    runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
+    assert [(name, plan.random_tool, plan.search_share) for name, plan in warmed] == [
+        ("c-sft-s2-40x8-search0.3", False, 0.3)]
+    assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-s2"]
+    assert "searches_per_order" in proof.table(runs, args).splitlines()[0]
 
 
 def test_tool_choice_log_splits_rewards_by_gold_and_first_called_tool():
