@@ -1,14 +1,14 @@
 """The main job on the embedded default, end to end on a laptop CPU, offline: toy world → bm25 indexes → the
-packaged SmolLM2-135M-Instruct → zero-shot judging → SFT warm-up on gold trajectories whose tool carries no information →
-GRPO with live search → export → both-order judging of held-out pairs → a table and the training curves.
+packaged SmolLM2-135M-Instruct → zero-shot judging → SFT warm-up on gold trajectories, most of which answer without
+searching → GRPO with live search → export → both-order judging of held-out pairs → a table and the training curves.
 
     make quickstart                       # = python -m toy.quickstart --out runs/quickstart
     python -m toy.quickstart --config configs/quickstart/smollm2.yaml
 
 The toy world's facts are fictional, so a judge can only decide its pairs by searching. The warm-up teaches the
-protocol but gives each kind of fact both tools equally often, so it searches the wrong corpus about half the time and then
-guesses; GRPO (configs/grpo_openrm/smollm2_cpu.yaml, reward `composite`) pays for the right verdict and the right
-tool, and the table shows what it moved. A rerun reuses every finished stage and resumes an interrupted GRPO run.
+protocol, the right corpus and the copy, but searches in only 30 % of its trajectories and answers at once, a guess,
+in the rest, so its greedy judge does not search; GRPO (configs/grpo_openrm/smollm2_cpu.yaml, reward `composite`)
+pays for the right verdict and for searching the right corpus, and the table shows what it moved. A rerun reuses every finished stage and resumes an interrupted GRPO run.
 """
 
 from __future__ import annotations
@@ -43,19 +43,22 @@ class QuickstartArguments:
     seed: int = field(default=0, metadata={"help": "Seed of the toy world, the warm-up and GRPO."})
     model: str = field(default="smollm2-135m-instruct", metadata={
         "help": "The judge's base model: a packaged model's short name (python -m openrm.models list) or a folder."})
-    domains: list[str] = field(default_factory=lambda: ["wiki", "science"], metadata={
-        "help": "Toy domains of the pairs. wiki and science: WIKI and ARXIV are each the right tool for half of "
-                "them, so a coin-tool judge starts at a right-corpus share of 0.5."})
+    domains: list[str] = field(default_factory=lambda: list(DOMAINS), metadata={
+        "help": "Toy domains of the pairs (WIKI is the right tool for wiki and medical, ARXIV for science)."})
     n_train: int = field(default=2000, metadata={"help": "Training judge pairs (short style) to synthesise."})
     n_test: int = field(default=200, metadata={"help": "Test judge pairs (about documents no train pair uses)."})
     n_eval: int = field(default=100, metadata={"help": "Test pairs judged in both orders for the table."})
     sft_steps: int = field(default=40, metadata={"help": "SFT warm-up steps."})
     sft_batch: int = field(default=8, metadata={"help": "Gold trajectories per warm-up step (each drawn afresh)."})
     sft_learning_rate: float = field(default=1e-4, metadata={"help": "Peak warm-up learning rate (cosine)."})
-    random_tool: bool = field(default=True, metadata={
+    search_share: float = field(default=0.3, metadata={
+        "help": "Share of the warm-up's trajectories that search (exactly, per kind of fact); the rest answer at "
+                "once. Below 0.5 the warmed-up judge's greedy choice is not to search, which GRPO's reward is left "
+                "to teach; 1: always search (a warm-up that already searches leaves GRPO little to do)."})
+    random_tool: bool = field(default=False, metadata={
         "help": "Warm up on trajectories whose tool carries no information (each tool equally often per kind of "
-                "fact), leaving the tool choice to GRPO; false: the "
-                "gold tool (a warm-up that already chooses well leaves GRPO little to do)."})
+                "fact), leaving the tool choice to GRPO; false: the gold tool. (On SmolLM2, 30 GRPO steps teach "
+                "the tool choice on one seed in three: bench/RESULTS.md, Stage A.)"})
     grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
     threads: int = field(default=0, metadata={
@@ -68,12 +71,15 @@ class QuickstartArguments:
             raise ValueError(f"n_eval ({self.n_eval}) cannot exceed n_test ({self.n_test})")
         if not self.domains or set(self.domains) - set(DOMAINS):
             raise ValueError(f"domains must be a non-empty subset of {DOMAINS}, got {self.domains}")
+        if not 0.0 < self.search_share <= 1.0:
+            raise ValueError(f"search_share must be in (0, 1], got {self.search_share}")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0, got {self.threads}")
 
     def warmup_plan(self) -> WarmupPlan:
         return WarmupPlan(steps=self.sft_steps, batch=self.sft_batch, learning_rate=self.sft_learning_rate,
-                          random_tool=self.random_tool, domains=tuple(self.domains), seed=self.seed)
+                          random_tool=self.random_tool, search_share=self.search_share,
+                          domains=tuple(self.domains), seed=self.seed)
 
 
 def toy_indexes(corpora: Path, out: Path) -> dict[str, Path]:
@@ -215,11 +221,12 @@ def summary(table: dict) -> str:
     lines = [
         f"Zero-shot, the packaged model ignores the protocol: {zero['parse_failures']:.0%} of its orders end without "
         f"a parseable answer (accuracy {zero['accuracy']:.2f}).",
-        f"After the warm-up {warm['parse_failures']:.1%} of its orders fail to parse and "
-        f"{share(warm['correct_tool_share'])} of its searches use the right corpus (a coin: 0.50), accuracy "
-        f"{warm['accuracy']:.2f}.",
-        f"GRPO moved the right-corpus share {share(warm['correct_tool_share'])} → "
-        f"{share(after['correct_tool_share'])} and accuracy {warm['accuracy']:.2f} → {after['accuracy']:.2f} "
+        f"After the warm-up {warm['parse_failures']:.1%} of its orders fail to parse; it searches "
+        f"{warm['searches_per_judgment']:.2f} times a judgment (both orders), {share(warm['correct_tool_share'])} of "
+        f"its searches on the right corpus, accuracy {warm['accuracy']:.2f}.",
+        f"GRPO moved searches per judgment {warm['searches_per_judgment']:.2f} → {after['searches_per_judgment']:.2f}, "
+        f"the right-corpus share {share(warm['correct_tool_share'])} → {share(after['correct_tool_share'])} and "
+        f"accuracy {warm['accuracy']:.2f} → {after['accuracy']:.2f} "
         f"({gain:+.2f}; goal >= +{GOALS['gain']:.2f}: {mark(gain >= GOALS['gain'])}; goal >= {GOALS['accuracy']:.2f}: "
         f"{mark(after['accuracy'] >= GOALS['accuracy'])}), with {after['parse_failures']:.1%} parse failures "
         f"(goal <= {GOALS['parse_failures']:.0%}: {mark(after['parse_failures'] <= GOALS['parse_failures'])}).",

@@ -28,10 +28,11 @@ def test_quickstart_runs_the_whole_slice_on_smollm2_and_reuses_stages(tmp_path):
     assert json.loads((tmp_path / "indexes" / "wiki" / "manifest.json").read_text())["n_passages"] == n_facts
     train = [json.loads(line) for line in (tmp_path / "data" / "train.jsonl").read_text().splitlines()]
     assert {r["meta"]["style"] for r in train} == {"short"} and len(train) == 40
-    assert {r["domain"] for r in train} == {"wiki", "science"}  # each tool is the right one for about half
+    assert {r["domain"] for r in train} == {"wiki", "science", "medical"}
     assert json.loads((tmp_path / "grpo" / "openrm_run.json").read_text())["global_step"] == 1
     warm = json.loads((tmp_path / "judge-sft" / "warmup.json").read_text())
-    assert warm["random_tool"] is True and warm["steps"] == 2 and "smollm2-135m-instruct" in warm["base"]
+    assert warm["random_tool"] is False and warm["search_share"] == 0.3 and warm["steps"] == 2
+    assert "smollm2-135m-instruct" in warm["base"]
     card = json.loads((tmp_path / "judge" / "judge_card.json").read_text())
     assert card["prompt_style"] == "compact" and card["topk"] == 1  # judged as smollm2_cpu.yaml trains it
     table = json.loads((tmp_path / "results.json").read_text())
