@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 OUT ?= runs/quickstart
 
-.PHONY: quickstart test test-fast lint clean
+.PHONY: quickstart test test-fast lint clean llama-cpp
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -m "not slow"
+
+# Optional: llama.cpp's OpenAI-compatible server for `build_dataset --serve-engine llama.cpp` (the packaged GGUF as it
+# is quantized, several times faster than transformers serve on a CPU). It compiles llama.cpp from source: minutes
+# on a laptop, so it is not part of the default install; its tests are skipped without it.
+llama-cpp: $(STAMP)
+	$(PY) -m pip install -e '.[llamacpp]'
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
