@@ -259,3 +259,17 @@ def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
                               grpo_batch=None)
     extra = proof.grpo_overrides(args, "composite", 0, tmp_path)
     assert "--num_generations" not in extra and "--beta" not in extra and proof.run_suffix(args) == "-30x1e-05"
+
+
+def test_the_quickstart_config_file_holds_the_defaults_of_make_quickstart():
+    import dataclasses
+    from pathlib import Path
+
+    import yaml
+
+    from toy.quickstart import QuickstartArguments
+
+    values = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs/quickstart/smollm2.yaml").read_text())
+    defaults = QuickstartArguments()
+    assert set(values) == {f.name for f in dataclasses.fields(QuickstartArguments)}
+    assert {k: getattr(defaults, k) for k in values} == values
