@@ -11,11 +11,11 @@ facts: without search a judge can only guess), one fact per passage with top-1 e
 warm-up on gold trajectories (toy/warmup.py), then GRPO with configs/grpo_openrm/smollm2_cpu.yaml, and judge
 held-out pairs greedily in both orders.
 
-Stage A. The warm-up's trajectories carry a tool that says nothing (each tool equally often per kind of fact), on wiki and science pairs (each tool is the
-right one for half of them), so the tool choice starts uninformed; then GRPO with each reward variant from that same
-start, one run per seed. Reported (the paper's Fig. 3 axes and more): the share of searches on the right corpus
-(greedy, and sampled at T=1), searches and model-written tokens per order, accuracy, parse failures; mean ± sd over
-seeds.
+Stage A. The warm-up's trajectories carry a tool that says nothing (each tool equally often per kind of fact), on
+wiki and science pairs (each tool is the right one for half of them), so the tool choice starts uninformed; then
+GRPO with each reward variant from that same start, one run per seed. Reported (the paper's Fig. 3 axes and more):
+the share of searches on the right corpus (greedy, and sampled at T=1), searches and model-written tokens per order,
+accuracy, parse failures; mean ± sd over seeds.
 Stage B. The warm-up uses the right tool; then GRPO (composite). Accuracy with search and without it (the no-tool
 prompt).
 Stage C. The warm-up uses the right tool but searches in only `--search-share` of its trajectories (exactly, per kind

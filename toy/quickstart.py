@@ -8,7 +8,8 @@ searching → GRPO with live search → export → both-order judging of held-ou
 The toy world's facts are fictional, so a judge can only decide its pairs by searching. The warm-up teaches the
 protocol, the right corpus and the copy, but searches in only 30 % of its trajectories and answers at once, a guess,
 in the rest, so its greedy judge does not search; GRPO (configs/grpo_openrm/smollm2_cpu.yaml, reward `composite`)
-pays for the right verdict and for searching the right corpus, and the table shows what it moved. A rerun reuses every finished stage and resumes an interrupted GRPO run.
+pays for the right verdict and for searching the right corpus, and the table shows what it moved. A rerun reuses
+every finished stage and resumes an interrupted GRPO run.
 """
 
 from __future__ import annotations
