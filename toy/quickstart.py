@@ -24,7 +24,7 @@ from pathlib import Path
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
-from toy.stages import trained
+from toy.stages import on_gpu, trained
 from toy.warmup import WarmupPlan, warm_up
 from toy.world import DOMAINS, ToyWorld, WorldSize, write_dataset
 
@@ -102,6 +102,8 @@ def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: in
     warm-up or other overrides is discarded; an interrupted one resumes from its last checkpoint."""
     from train import grpo_openrm
 
+    if on_gpu():  # the CPU config pins use_cpu
+        extra = (*extra, "--use_cpu", "false")
     start = {"model": str(model), "warmup": json.loads((model / "warmup.json").read_text()),
              "config": hashlib.sha256(config.read_bytes()).hexdigest(), "extra": list(extra)}
     return trained(out, start, steps, grpo_openrm.RUN_FILE, lambda resume: grpo_openrm.main(*grpo_openrm.parse([
@@ -130,7 +132,7 @@ def evaluate(judge_dir: Path, indexes: dict[str, Path] | None, examples: list[di
     from openrm.judge import Judge
 
     retrievers = {k: str(v) for k, v in indexes.items()} if indexes else None
-    with Judge.from_pretrained(judge_dir, retrievers=retrievers, batch_size=32,
+    with Judge.from_pretrained(judge_dir, retrievers=retrievers, batch_size=32, device="cuda" if on_gpu() else "cpu",
                                **{**judging_settings(), **overrides}) as judge:
         verdicts = judge.compare_batch([(e["question"], e["answer_a"], e["answer_b"]) for e in examples],
                                        progress=True)

@@ -56,3 +56,11 @@ def trained(out: Path, origin: dict[str, Any], steps: int, run_file: str, train:
     log("%s, %d steps%s", what, steps, f" (resuming {last})" if last else "")
     train(["--resume_from_checkpoint", last] if last else [])
     return out
+
+
+def on_gpu() -> bool:
+    """Whether the stages train and judge on a CUDA GPU (one is visible) rather than the CPU. Weights stay float32
+    either way, so a GPU run repeats the CPU recipe; only the speed differs."""
+    import torch
+
+    return torch.cuda.is_available()

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from openrm import protocol
-from toy.stages import built
+from toy.stages import built, on_gpu
 from toy.world import DOMAINS, ToyWorld
 
 logger = logging.getLogger("openrm.quickstart")
@@ -109,7 +109,7 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
             "--max_steps", str(plan.steps), "--per_device_train_batch_size", str(plan.batch),
             "--learning_rate", str(plan.learning_rate), "--lr_scheduler_type", "cosine",
             "--warmup_steps", str(max(plan.steps // 10, 1)), "--max_length", "512", "--save_strategy", "no",
-            "--report_to", "none", "--use_cpu", "true", "--dtype", "float32", "--bf16", "false",
+            "--report_to", "none", "--use_cpu", str(not on_gpu()).lower(), "--dtype", "float32", "--bf16", "false",
             "--gradient_checkpointing", "false", "--seed", str(plan.seed), "--disable_tqdm", "true",
             "--logging_steps", str(max(plan.steps // 10, 1))]))
 
