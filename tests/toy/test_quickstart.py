@@ -273,3 +273,19 @@ def test_the_quickstart_config_file_holds_the_defaults_of_make_quickstart():
     defaults = QuickstartArguments()
     assert set(values) == {f.name for f in dataclasses.fields(QuickstartArguments)}
     assert {k: getattr(defaults, k) for k in values} == values
+
+
+def test_on_a_gpu_the_quickstart_grpo_overrides_the_cpu_config(tmp_path, monkeypatch):
+    from toy import quickstart
+
+    model = tmp_path / "warm"
+    model.mkdir()
+    (model / "warmup.json").write_text("{}")
+    seen = {}
+    monkeypatch.setattr(quickstart, "trained", lambda out, start, *a, **kw: seen.update(start) or out)
+    for gpu in (False, True):
+        monkeypatch.setattr(quickstart, "on_gpu", lambda gpu=gpu: gpu)
+        quickstart.grpo(model, tmp_path, {}, tmp_path / "grpo", 1, "--seed", "0")
+        assert ("--use_cpu" in seen["extra"]) == gpu
+        if gpu:
+            assert seen["extra"][seen["extra"].index("--use_cpu") + 1] == "false"
