@@ -1,7 +1,7 @@
 """The benchmark path on real text with a real judge: `eval.run` with SmolLM2 judges on files shaped like
 RewardBench, PandaLM, LLMBar, JudgeBench, Auto-J and MT-Bench human judgments, built from real Wikipedia lead
-sections (`eval.wiki_pairs`: the article's lead section against the same text with its numbers changed, or against
-another article of the topic), with search over the real Wikipedia index.
+sections (`data_synthesis.wiki_pairs`: the article's lead section against the same text with its numbers changed,
+or against another article of the topic), with search over the real Wikipedia index.
 
     .venv/bin/python bench/benchmarks_real_text.py [--judges zero-shot=smollm2-135m-instruct toy=runs/qs1/judge] \
         [--no-tools toy] [--n 12] [--long 2] [--out runs/wiki-bench]
@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from data_synthesis.wiki_pairs import WRITERS, write_files  # noqa: E402
 from eval import loaders  # noqa: E402
-from eval.wiki_pairs import WRITERS, write_files  # noqa: E402
 
 
 def length_baseline(examples: list[dict]) -> float:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from data_synthesis.wiki_pairs import WRITERS, alter_numbers, make_pairs, read_articles, write_files
 from eval import loaders
-from eval.wiki_pairs import WRITERS, alter_numbers, make_pairs, read_articles, write_files
 
 TOPICS = ("Geography", "People")
 
@@ -72,3 +72,22 @@ def test_every_loader_reads_the_chosen_answer_as_the_label(tmp_path, benchmark):
         wrong = e["answer_b"] if e["label"] == "A" else e["answer_a"]
         assert right in chosen and wrong not in chosen
     assert {e["label"] for e in loaded.examples} <= {"A", "B"}
+
+
+def test_judge_dataset_has_disjoint_splits_balanced_labels_and_loads_as_in_domain(tmp_path):
+    from data_synthesis.wiki_pairs import write_dataset
+
+    counts = write_dataset(tmp_path / "ds", n_train=20, n_test=10, seed=0, path=summaries(tmp_path))
+    assert counts == {"train": 20, "test": 10}
+    test = loaders.load_benchmark("in-domain", tmp_path / "ds", split="test").examples
+    train = loaders.load_benchmark("in-domain", tmp_path / "ds", split="train").examples
+    assert len(test) == 10 and len(train) == 20
+    assert not {e["meta"]["doc_ids"][0] for e in test} & {e["meta"]["doc_ids"][0] for e in train}
+    for rows in (test, train):
+        labels = [e["label"] for e in rows]
+        assert abs(labels.count("A") - labels.count("B")) <= 1
+        assert all(e["gold_tool"] == "WIKI" and e["domain"] == "wiki" for e in rows)
+        for e in rows:  # the label's answer is the article's own text
+            right = e["answer_a"] if e["label"] == "A" else e["answer_b"]
+            assert right == e["meta"]["documents"][0]["text"]
+    assert (tmp_path / "ds" / "stats.md").is_file()

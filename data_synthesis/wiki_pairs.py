@@ -1,7 +1,8 @@
 """Benchmark-shaped pair files built from real Wikipedia text, for running `eval.run` end to end on real-length
 candidates where the benchmarks' own files are not at hand (no hub here).
 
-    python -m eval.wiki_pairs --out runs/wiki-bench --n 12 --long 2
+    python -m data_synthesis.wiki_pairs --out runs/wiki-bench --n 12 --long 2            # benchmark-shaped files
+    python -m data_synthesis.wiki_pairs --out runs/wiki-pairs --n-train 600 --n-test 200  # a judge dataset
 
 Each pair asks about one Vital Article (the lead sections `retrieval.wikipedia` reads) and sets its lead section
 (the chosen answer) against a rejected answer of the same length and style:
@@ -17,6 +18,10 @@ Each pair asks about one Vital Article (the lead sections `retrieval.wikipedia` 
 The same pairs are written in the shape of each benchmark's real file (RewardBench, PandaLM, LLMBar, JudgeBench,
 Auto-J, MT-Bench human judgments), one disjoint set of articles per file, the chosen answer's position drawn by a
 coin seeded from (seed, file, row), so `eval.loaders` reads them exactly as it reads the real files.
+
+With --n-train / --n-test it writes instead a judge dataset in the records of `data_synthesis.build_dataset` (the
+DatasetDict, `<split>.jsonl`, `stats.md`): `numbers` and `swap` pairs, domain `wiki`, gold tool WIKI, label A / B
+balanced, the test split's articles (and their swap partners) never in the train split.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import argparse
 import json
 import random
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,6 +255,39 @@ def write_files(out: str | Path, n: int = 12, long: int = 2, seed: int = 0, path
     return files
 
 
+def to_record(pair: WikiPair, split: str, k: int, label: str, seed: int) -> dict:
+    """A pair as a judge record (the schema `data_synthesis.pairs.features` fixes)."""
+    a, b = (pair.chosen, pair.rejected) if label == "A" else (pair.rejected, pair.chosen)
+    return {"id": f"wiki-{pair.kind}-{split}-{k:05d}", "domain": "wiki", "question": question(pair), "answer_a": a,
+            "answer_b": b, "label": label, "gold_tool": "WIKI",
+            "meta": {"source": f"wiki_pairs/{pair.kind}", "generator": "rules", "prompts_version": "", "seed": seed,
+                     "split": split, "corpus": "wiki", "doc_ids": [pair.title],
+                     "documents": [{"id": pair.title, "title": pair.title, "text": pair.chosen}],
+                     "positive_finish": "", "negative_finish": "", "request_keys": [], "facts": [],
+                     "corrupted": []}}
+
+
+def write_dataset(out: str | Path, n_train: int, n_test: int, seed: int = 0,
+                  path: str | Path | None = None) -> dict[str, int]:
+    """The judge dataset under `out` (see the module help); returns pairs per split."""
+    from data_synthesis.pairs import balanced_labels
+    from data_synthesis.report import write_outputs
+
+    articles = read_articles(path)
+    used: set[str] = set()
+    records: dict[str, list[dict]] = {}
+    drops: Counter = Counter()
+    for k, (split, n) in enumerate((("test", n_test), ("train", n_train))):  # test first: its articles are fixed
+        pairs = make_pairs(articles, n, seed * 1000 + 100 + k, 0, used)
+        labels = balanced_labels(n, seed, f"wiki_pairs:{split}")
+        records[split] = [to_record(p, split, i, label, seed) for i, (p, label) in enumerate(zip(pairs, labels,
+                                                                                              strict=True))]
+    summary = {"generator": "rules (data_synthesis.wiki_pairs)", "prompts_version": "-", "seed": seed,
+               "kinds": {s: dict(Counter(r["meta"]["source"] for r in rows)) for s, rows in records.items()}}
+    write_outputs(Path(out), {"train": records["train"], "test": records["test"]}, [], drops, summary)
+    return {s: len(rows) for s, rows in records.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -257,7 +295,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long", type=int, default=2, help="extra long pairs in the RewardBench file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--summaries", default=None, help="lead-section JSON (default: the packaged file)")
+    parser.add_argument("--n-train", type=int, default=0, help="write a judge dataset with this many train pairs")
+    parser.add_argument("--n-test", type=int, default=0, help="... and this many test pairs")
     args = parser.parse_args(argv)
+    if args.n_train or args.n_test:
+        counts = write_dataset(args.out, args.n_train, args.n_test, args.seed, args.summaries)
+        print(f"judge dataset in {args.out}: {counts['train']} train, {counts['test']} test pairs")
+        return 0
     for name, file in write_files(args.out, args.n, args.long, args.seed, args.summaries).items():
         print(f"{name}: {file}")
     return 0

@@ -1,0 +1,104 @@
+"""Gold trajectories for any pair dataset: the span written is evidence only the right answer repeats, the
+information block is what a rollout would show (cut to its budget, masked out of the loss), and every pair left
+out is counted by reason."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from openrm import protocol
+from openrm.rollout import split_information, tokenize_record
+from openrm.tools import ToolBox
+from train.gold_trajectories import evidence_span, gold_records, main, query_of
+
+SANTIAGO = ("Santiago is the capital and largest city of Chile. It was founded in 1541 by the conquistador Pedro de "
+            "Valdivia and has about 6,900,000 people.")
+
+
+class Wiki:
+    """A retriever answering every query with one passage per call, recording the queries."""
+
+    def __init__(self, text=SANTIAGO, title="Santiago"):
+        self.text, self.title, self.queries = text, title, []
+
+    def search(self, queries, topk):
+        self.queries += list(queries)
+        return [[SimpleNamespace(id="Santiago#0", title=self.title, text=self.text, score=1.0)] for _ in queries]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from toy.tiny import build
+
+    return AutoTokenizer.from_pretrained(build(tmp_path_factory.mktemp("tiny")))
+
+
+def example(label="A", right=None, wrong=None, **extra):
+    right = right or "Santiago, the capital of Chile, was founded in 1541 by Pedro de Valdivia."
+    wrong = wrong or "Santiago, the capital of Chile, was founded in 1583 by Pedro de Valdivia."
+    a, b = (right, wrong) if label == "A" else (wrong, right)
+    return {"id": "x", "domain": "wiki", "question": 'When was "Santiago" founded, and by whom?', "answer_a": a,
+            "answer_b": b, "label": label, "gold_tool": "WIKI", **extra}
+
+
+def test_span_is_the_longest_run_only_the_right_answer_shares_with_the_evidence():
+    right = "Santiago, the capital of Chile, was founded in 1541 by Pedro de Valdivia."
+    wrong = "Santiago, the capital of Chile, was founded in 1583 by Pedro de Valdivia."
+    span = evidence_span(SANTIAGO, right, wrong)
+    assert "1541" in span and span in SANTIAGO
+    assert evidence_span(SANTIAGO, right, right) is None  # nothing tells them apart
+    assert evidence_span("the of and", "the of and x", "y") is None  # stopwords alone do not count
+
+
+def test_query_is_plain_words():
+    assert query_of('When was "Santiago" founded, and by whom?', 4) == "When was Santiago founded"
+
+
+def test_records_hold_the_rollout_view_and_skips_are_counted(tokenizer):
+    wiki = Wiki(text=SANTIAGO + " " + "More words about the city and its long history. " * 40)
+    toolbox = ToolBox({"wiki": wiki, "arxiv": Wiki()}, topk=1)
+    from train.gold_trajectories import GoldStats
+
+    stats = GoldStats()
+    rows = [example("A"), example("B"), example("tie"), example("A", wrong=SANTIAGO + " 1541 Valdivia",
+                                                                   right="Founded in 1541 by Valdivia.")]
+    records = gold_records(rows, toolbox, tokenizer, information_tokens=96, stats=stats)
+    assert stats.kept == 2 and stats.skipped == {"label not A or B": 1,
+                                                 "evidence does not tell the answers apart": 1}
+    assert wiki.queries == ["When was Santiago founded and by whom"] * 3
+    for record, label in zip(records, "AB", strict=True):
+        text = record["completion"][0]["content"]
+        assert text.endswith(f"<answer>{label}</answer>") and f' {label}</think>' in text
+        assert text.count('<search>WIKI("When was Santiago founded and by whom")</search>') == 1
+        assert "[truncated]" in text  # cut to the budget as the rollout cuts it
+        pieces = split_information(text)
+        assert [env for _, env in pieces] == [False, True, False]
+        info_ids = tokenizer.encode(pieces[1][0], add_special_tokens=False)
+        assert len(info_ids) <= 96 + 2
+        tokenized = tokenize_record(tokenizer, record["prompt"], text)
+        assert 0 in tokenized["completion_mask"] and tokenized["completion_mask"][-1] == 1
+        assert record["prompt"] == protocol.judge_messages(rows[0 if label == "A" else 1], toolbox.tools,
+                                                           style="compact")
+
+
+def test_cli_writes_records_and_stats(tmp_path, monkeypatch, tokenizer):
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(example(label, id=f"p{k}", split="train")) + "\n"
+                            for k, label in enumerate("ABAB")), encoding="utf-8")
+    from retrieval.build_index import build_index
+
+    corpus = tmp_path / "wiki.jsonl"
+    corpus.write_text(json.dumps({"id": "Santiago#0", "title": "Santiago", "text": SANTIAGO}) + "\n"
+                      + json.dumps({"id": "Lima#0", "title": "Lima", "text": "Lima is the capital of Peru."}) + "\n",
+                      encoding="utf-8")
+    build_index(corpus, "bm25", tmp_path / "idx", progress=False)
+    monkeypatch.setattr("openrm.models.resolve", lambda name: tokenizer.name_or_path)
+    out = tmp_path / "gold.jsonl"
+    assert main(["--dataset", str(data), "--retrievers", f"wiki={tmp_path / 'idx'}", f"arxiv={tmp_path / 'idx'}",
+                 "--out", str(out), "--tokenizer", "tiny"]) == 0
+    assert len(out.read_text().splitlines()) == 4
+    stats = json.loads(out.with_suffix(".stats.json").read_text())
+    assert stats["kept"] == 4 and stats["kept_share"] == 1.0

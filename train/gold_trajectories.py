@@ -1,0 +1,182 @@
+"""Gold judging trajectories for any pair dataset (the records of `data_synthesis.build_dataset` or
+`data_synthesis.wiki_pairs`), for `train/sft_warmup.py`: search the question on the gold tool's corpus, read the
+evidence exactly as a rollout would show it, write the words of the evidence that only the right answer repeats,
+answer.
+
+    python -m train.gold_trajectories --dataset runs/wiki-pairs --retrievers wiki=runs/wiki-vital/index-bm25 \
+        arxiv=runs/wiki-vital/index-bm25 --tokenizer smollm2-135m-instruct --out runs/real-judge/sft_gold.jsonl
+
+A trajectory is `<think>QUERY</think> <search>TOOL("QUERY")</search> <information>…</information>
+<think>SPAN LETTER</think> <answer>LETTER</answer>`: QUERY is the question's first words; SPAN is the longest run
+of words (up to `--span-words`) found in the retrieved passages and in the labelled answer but not in the other
+one. The `<information>` block is cut to `--information-tokens` the way `openrm.rollout.information_ids` cuts it
+live. A pair whose evidence does not tell the answers apart (no such span) gets no trajectory: it is counted
+under its reason, as are bad records, so the printed stats say what the gold set covers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from openrm import protocol  # noqa: E402
+
+logger = logging.getLogger("openrm.gold_trajectories")
+
+WORD = re.compile(r"\d+(?:[.,]\d+)*|\w+")
+STOPWORDS = frozenset("a an and are as at be by for from has have in is it its of on or that the this to was were "
+                      "which with".split())
+
+
+@dataclass
+class GoldStats:
+    kept: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    span_words: Counter = field(default_factory=Counter)
+
+    def summary(self) -> dict:
+        total = self.kept + sum(self.skipped.values())
+        return {"pairs": total, "kept": self.kept, "kept_share": self.kept / total if total else None,
+                "skipped": dict(self.skipped.most_common()), "span_words": dict(sorted(self.span_words.items()))}
+
+
+def query_of(question: str, words: int = 10) -> str:
+    """The question's first `words` words, punctuation and quotes dropped (a call's query is plain text)."""
+    return " ".join(m.group(0) for m in list(WORD.finditer(question))[:words])
+
+
+def _ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def evidence_span(evidence: str, right: str, wrong: str, max_words: int = 6) -> str | None:
+    """The longest run of words (as written in `evidence`) that `evidence` and `right` share and `wrong` does not
+    hold, earliest first among equals; runs made only of stopwords do not count. None when there is none."""
+    matches = list(WORD.finditer(evidence))
+    tokens = [m.group(0).lower() for m in matches]
+    right_tokens = [m.group(0).lower() for m in WORD.finditer(right)]
+    wrong_tokens = [m.group(0).lower() for m in WORD.finditer(wrong)]
+    for n in range(max_words, 0, -1):
+        shared = _ngrams(right_tokens, n) - _ngrams(wrong_tokens, n)
+        if not shared:
+            continue
+        for i in range(len(tokens) - n + 1):
+            gram = tuple(tokens[i:i + n])
+            if gram in shared and not set(gram) <= STOPWORDS:
+                return evidence[matches[i].start():matches[i + n - 1].end()]
+    return None
+
+
+def trajectory(tool: str, query: str, information: str, span: str, label: str) -> str:
+    t, s, a = protocol.THINK, protocol.SEARCH, protocol.ANSWER
+    return (f"{protocol.open_tag(t)}{query}{protocol.close_tag(t)}\n"
+            f"{protocol.open_tag(s)}{protocol.format_call(tool, query)}{protocol.close_tag(s)}{information}"
+            f"{protocol.open_tag(t)}{span} {label}{protocol.close_tag(t)}\n"
+            f"{protocol.open_tag(a)}{label}{protocol.close_tag(a)}")
+
+
+def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_tokens: int = 128,
+                 style: str = "compact", query_words: int = 10, span_words: int = 6,
+                 stats: GoldStats | None = None) -> list[dict]:
+    """SFT records ({prompt, completion}) for the examples whose evidence decides them; the rest counted in
+    `stats` by reason."""
+    from openrm.rollout import information_ids
+    from openrm.tools import ToolResult
+
+    stats = stats if stats is not None else GoldStats()
+    by_corpus = {spec.name: spec for spec in toolbox.tools}
+    rows, calls = [], []
+    for ex in examples:
+        label, tool = ex.get("label"), ex.get("gold_tool") or protocol.GOLD_TOOL.get(str(ex.get("domain")))
+        if label not in ("A", "B"):
+            stats.skipped["label not A or B"] += 1
+            continue
+        if tool not in by_corpus:
+            stats.skipped["no tool for its domain"] += 1
+            continue
+        if not all(isinstance(ex.get(k), str) and ex[k].strip() for k in ("question", "answer_a", "answer_b")):
+            stats.skipped["empty question or answer"] += 1
+            continue
+        query = query_of(ex["question"], query_words)
+        if not query:
+            stats.skipped["no words in the question"] += 1
+            continue
+        rows.append((ex, tool, query))
+        calls.append(protocol.ToolCall(tool, query))
+    records = []
+    for (ex, tool, query), result in zip(rows, toolbox.run(calls) if calls else [], strict=True):
+        if result.error or not result.passages:
+            stats.skipped["search found nothing"] += 1
+            continue
+        shown = tokenizer.decode(information_ids(tokenizer, result, information_tokens))
+        right, wrong = (ex["answer_a"], ex["answer_b"]) if ex["label"] == "A" else (ex["answer_b"], ex["answer_a"])
+        body = shown.split(protocol.open_tag(protocol.INFORMATION), 1)[-1]
+        span = evidence_span(body, right, wrong, span_words)
+        if span is None:
+            stats.skipped["evidence does not tell the answers apart"] += 1
+            continue
+        stats.kept += 1
+        stats.span_words[len(WORD.findall(span))] += 1
+        result = ToolResult(result.call, result.passages, None, shown)
+        records.append({"prompt": protocol.judge_messages(ex, toolbox.tools, style=style),
+                        "completion": [{"role": "assistant",
+                                        "content": trajectory(tool, query, result.rendered, span, ex["label"])}]})
+    return records
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", required=True, help="pair dataset: a DatasetDict folder or a JSONL file")
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--retrievers", nargs="+", required=True, help="CORPUS=LOCATION, one per corpus")
+    parser.add_argument("--tools", default="WIKI=wiki,ARXIV=arxiv", help="TOOL=corpus,... as the judge's config")
+    parser.add_argument("--tokenizer", default="smollm2-135m-instruct", help="folder or packaged short name")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--information-tokens", type=int, default=128)
+    parser.add_argument("--style", default="compact", choices=protocol.PROMPT_STYLES)
+    parser.add_argument("--query-words", type=int, default=10)
+    parser.add_argument("--span-words", type=int, default=6)
+    parser.add_argument("--limit", type=int, default=0, help="first N pairs only (0: all)")
+    args = parser.parse_args(argv)
+    from transformers import AutoTokenizer
+
+    from eval.loaders import load_benchmark
+    from openrm.models import resolve
+    from openrm.tools import ToolBox
+
+    try:
+        locations = dict(r.split("=", 1) for r in args.retrievers)
+        tools = protocol.tools_from_mapping(dict(t.split("=", 1) for t in args.tools.split(",")))
+    except ValueError:
+        parser.error("--retrievers takes CORPUS=LOCATION and --tools TOOL=corpus,...")
+    examples = load_benchmark("in-domain", args.dataset, args.split, limit=args.limit or None).examples
+    tokenizer = AutoTokenizer.from_pretrained(resolve(args.tokenizer))
+    toolbox = ToolBox.from_locations(locations, tools, topk=1)
+    stats = GoldStats()
+    try:
+        records = gold_records(examples, toolbox, tokenizer, args.information_tokens, args.style, args.query_words,
+                               args.span_words, stats)
+    finally:
+        toolbox.close()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_name(f".{args.out.name}.tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    tmp.replace(args.out)
+    summary = stats.summary()
+    args.out.with_suffix(".stats.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
