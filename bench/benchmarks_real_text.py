@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from data_synthesis.wiki_pairs import WRITERS, write_files  # noqa: E402
 from eval import loaders  # noqa: E402
+from retrieval.wikipedia import packaged_index  # noqa: E402
 
 
 def length_baseline(examples: list[dict]) -> float:
@@ -33,19 +34,6 @@ def length_baseline(examples: list[dict]) -> float:
     hits = [(len(e["answer_a"].split()) > len(e["answer_b"].split())) == (e["label"] == "A")
             and len(e["answer_a"].split()) != len(e["answer_b"].split()) for e in examples]
     return sum(hits) / len(hits) if hits else float("nan")
-
-
-def wiki_index(out: Path) -> Path:
-    index = out / "index-bm25"
-    if not index.exists():
-        from retrieval.build_index import build_index
-        from retrieval.wikipedia import write_corpus
-
-        corpus = out / "wiki-vital.jsonl"
-        if not corpus.exists():
-            write_corpus(corpus)
-        build_index(corpus, "bm25", index, progress=False)
-    return index
 
 
 def main() -> None:
@@ -57,14 +45,15 @@ def main() -> None:
     parser.add_argument("--benchmarks", nargs="+", default=list(WRITERS))
     parser.add_argument("--n", type=int, default=12, help="pairs per benchmark")
     parser.add_argument("--long", type=int, default=2, help="long pairs (past 8,192 tokens) in the RewardBench file")
-    parser.add_argument("--index", type=Path, default=None, help="Wikipedia index (default: bm25 built under --out)")
+    parser.add_argument("--index", type=Path, default=None,
+                        help="Wikipedia index (default: bm25 over the packaged lead sections, in runs/wiki-vital)")
     parser.add_argument("--max-completion-tokens", type=int, default=192)
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from eval.run import main as eval_main
 
     files = write_files(args.out / "data", args.n, args.long, benchmarks=tuple(args.benchmarks))
-    index = args.index or wiki_index(args.out)
+    index = args.index or packaged_index(Path("runs/wiki-vital"))
     judges = dict(j.split("=", 1) for j in args.judges)
     runs = [(name, path, False) for name, path in judges.items()]
     runs += [(name, judges[name], True) for name in args.no_tools if name in judges]

@@ -105,15 +105,15 @@ def _words(text: str) -> int:
 
 
 def make_pairs(articles: list[Article], n: int, seed: int, long: int = 0,
-               used: set[str] | None = None) -> list[WikiPair]:
-    """`n` pairs (about half `numbers`, half `swap`) and `long` long pairs over articles not in `used` (which
-    grows)."""
+               used: set[str] | None = None, max_words: int = MAX_WORDS) -> list[WikiPair]:
+    """`n` pairs (about half `numbers`, half `swap`) of lead sections of `MIN_WORDS`..`max_words` words, and `long`
+    long pairs, over articles not in `used` (which grows)."""
     rng = random.Random(seed)
     used = used if used is not None else set()
     by_topic: dict[str, list[Article]] = defaultdict(list)
     for a in articles:
         by_topic[a.topic].append(a)
-    pool = [a for a in articles if a.title not in used and MIN_WORDS <= _words(a.text) <= MAX_WORDS]
+    pool = [a for a in articles if a.title not in used and MIN_WORDS <= _words(a.text) <= max_words]
     rng.shuffle(pool)
     pairs: list[WikiPair] = []
     kinds = ["numbers" if k % 2 == 0 else "swap" for k in range(n)]
@@ -268,8 +268,9 @@ def to_record(pair: WikiPair, split: str, k: int, label: str, seed: int) -> dict
 
 
 def write_dataset(out: str | Path, n_train: int, n_test: int, seed: int = 0,
-                  path: str | Path | None = None) -> dict[str, int]:
-    """The judge dataset under `out` (see the module help); returns pairs per split."""
+                  path: str | Path | None = None, max_words: int = 150) -> dict[str, int]:
+    """The judge dataset under `out` (see the module help), answers of at most `max_words` words (so a prompt
+    fits a small judge's budget); returns pairs per split."""
     from data_synthesis.pairs import balanced_labels
     from data_synthesis.report import write_outputs
 
@@ -278,7 +279,7 @@ def write_dataset(out: str | Path, n_train: int, n_test: int, seed: int = 0,
     records: dict[str, list[dict]] = {}
     drops: Counter = Counter()
     for k, (split, n) in enumerate((("test", n_test), ("train", n_train))):  # test first: its articles are fixed
-        pairs = make_pairs(articles, n, seed * 1000 + 100 + k, 0, used)
+        pairs = make_pairs(articles, n, seed * 1000 + 100 + k, 0, used, max_words)
         labels = balanced_labels(n, seed, f"wiki_pairs:{split}")
         records[split] = [to_record(p, split, i, label, seed) for i, (p, label) in enumerate(zip(pairs, labels,
                                                                                               strict=True))]
@@ -297,9 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summaries", default=None, help="lead-section JSON (default: the packaged file)")
     parser.add_argument("--n-train", type=int, default=0, help="write a judge dataset with this many train pairs")
     parser.add_argument("--n-test", type=int, default=0, help="... and this many test pairs")
+    parser.add_argument("--max-words", type=int, default=150, help="judge dataset: longest answer, in words")
     args = parser.parse_args(argv)
     if args.n_train or args.n_test:
-        counts = write_dataset(args.out, args.n_train, args.n_test, args.seed, args.summaries)
+        counts = write_dataset(args.out, args.n_train, args.n_test, args.seed, args.summaries, args.max_words)
         print(f"judge dataset in {args.out}: {counts['train']} train, {counts['test']} test pairs")
         return 0
     for name, file in write_files(args.out, args.n, args.long, args.seed, args.summaries).items():

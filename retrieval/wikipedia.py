@@ -135,6 +135,21 @@ def write_corpus(out: str | Path, path: str | Path | None = None, words: int = 1
     return stats
 
 
+def packaged_index(folder: str | Path, backend: str = "bm25", params: dict | None = None) -> Path:
+    """`<folder>/index-<backend>` over the packaged lead sections (`<folder>/wiki-vital.jsonl`), each built once
+    (atomically: `build_index` writes beside and renames) and reused after."""
+    from retrieval.build_index import build_index
+
+    folder = Path(folder)
+    index = folder / f"index-{backend}"
+    if not index.exists():
+        corpus = folder / "wiki-vital.jsonl"
+        if not corpus.exists():
+            write_corpus(corpus)
+        build_index(corpus, backend, index, params=params, progress=False)
+    return index
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="the JSONL corpus to write")

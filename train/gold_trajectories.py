@@ -7,11 +7,11 @@ answer.
         arxiv=runs/wiki-vital/index-bm25 --tokenizer smollm2-135m-instruct --out runs/real-judge/sft_gold.jsonl
 
 A trajectory is `<think>QUERY</think> <search>TOOL("QUERY")</search> <information>…</information>
-<think>SPAN LETTER</think> <answer>LETTER</answer>`: QUERY is the question's first words; SPAN is the longest run
-of words (up to `--span-words`) found in the retrieved passages and in the labelled answer but not in the other
-one. The `<information>` block is cut to `--information-tokens` the way `openrm.rollout.information_ids` cuts it
-live. A pair whose evidence does not tell the answers apart (no such span) gets no trajectory: it is counted
-under its reason, as are bad records, so the printed stats say what the gold set covers.
+<think>SPAN LETTER</think> <answer>LETTER</answer>`: QUERY is the question's first content words; SPAN is the
+longest run of words (up to `--span-words`) found in the retrieved passages and in the labelled answer but not in
+the other one. The `<information>` block is cut to `--information-tokens` the way `openrm.rollout.information_ids`
+cuts it live. A pair whose evidence does not tell the answers apart (no such span) gets no trajectory: it is
+counted under its reason, as are bad records, so the printed stats say what the gold set covers.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ logger = logging.getLogger("openrm.gold_trajectories")
 WORD = re.compile(r"\d+(?:[.,]\d+)*|\w+")
 STOPWORDS = frozenset("a an and are as at be by for from has have in is it its of on or that the this to was were "
                       "which with".split())
+# words that ask rather than name: left out of a query so the search is about the question's subject
+ASKING = STOPWORDS | frozenset("write short brief encyclopedia entry overview summary summarize about what who when "
+                               "where why how whom whose does do did can could would should please tell me give "
+                               "explain describe".split())
 
 
 @dataclass
@@ -51,8 +55,9 @@ class GoldStats:
 
 
 def query_of(question: str, words: int = 10) -> str:
-    """The question's first `words` words, punctuation and quotes dropped (a call's query is plain text)."""
-    return " ".join(m.group(0) for m in list(WORD.finditer(question))[:words])
+    """The question's first `words` content words (words that only ask, like "what", "write" or "about", left out),
+    punctuation and quotes dropped (a call's query is plain text)."""
+    return " ".join([w for w in WORD.findall(question) if w.lower() not in ASKING][:words])
 
 
 def _ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
@@ -61,7 +66,8 @@ def _ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
 
 def evidence_span(evidence: str, right: str, wrong: str, max_words: int = 6) -> str | None:
     """The longest run of words (as written in `evidence`) that `evidence` and `right` share and `wrong` does not
-    hold, earliest first among equals; runs made only of stopwords do not count. None when there is none."""
+    hold, earliest first among equals. A run counts only when it is specific: three words or more, or holding a
+    number of two digits or more (a lone common word matches by chance). None when there is none."""
     matches = list(WORD.finditer(evidence))
     tokens = [m.group(0).lower() for m in matches]
     right_tokens = [m.group(0).lower() for m in WORD.finditer(right)]
@@ -72,7 +78,8 @@ def evidence_span(evidence: str, right: str, wrong: str, max_words: int = 6) -> 
             continue
         for i in range(len(tokens) - n + 1):
             gram = tuple(tokens[i:i + n])
-            if gram in shared and not set(gram) <= STOPWORDS:
+            if gram in shared and (n >= 3 and not set(gram) <= STOPWORDS
+                                   or any(t[:1].isdigit() and len(t) >= 2 for t in gram)):
                 return evidence[matches[i].start():matches[i + n - 1].end()]
     return None
 

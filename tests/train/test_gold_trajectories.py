@@ -51,10 +51,15 @@ def test_span_is_the_longest_run_only_the_right_answer_shares_with_the_evidence(
     assert "1541" in span and span in SANTIAGO
     assert evidence_span(SANTIAGO, right, right) is None  # nothing tells them apart
     assert evidence_span("the of and", "the of and x", "y") is None  # stopwords alone do not count
+    assert evidence_span("used within the field", "used within", "other") is None  # two common words: chance
+    assert evidence_span("area of 617", "an area of 617", "an area of 900") == "area of 617"
+    assert evidence_span("617 people", "617", "900") == "617"  # a number alone is specific
 
 
 def test_query_is_plain_words():
-    assert query_of('When was "Santiago" founded, and by whom?', 4) == "When was Santiago founded"
+    assert query_of('When was "Santiago" founded, and by whom?', 4) == "Santiago founded"
+    assert query_of("Write a short encyclopedia entry about Saint Lucia (island country).") == \
+        "Saint Lucia island country"
 
 
 def test_records_hold_the_rollout_view_and_skips_are_counted(tokenizer):
@@ -68,11 +73,11 @@ def test_records_hold_the_rollout_view_and_skips_are_counted(tokenizer):
     records = gold_records(rows, toolbox, tokenizer, information_tokens=96, stats=stats)
     assert stats.kept == 2 and stats.skipped == {"label not A or B": 1,
                                                  "evidence does not tell the answers apart": 1}
-    assert wiki.queries == ["When was Santiago founded and by whom"] * 3
+    assert wiki.queries == ["Santiago founded"] * 3
     for record, label in zip(records, "AB", strict=True):
         text = record["completion"][0]["content"]
         assert text.endswith(f"<answer>{label}</answer>") and f' {label}</think>' in text
-        assert text.count('<search>WIKI("When was Santiago founded and by whom")</search>') == 1
+        assert text.count('<search>WIKI("Santiago founded")</search>') == 1
         assert "[truncated]" in text  # cut to the budget as the rollout cuts it
         pieces = split_information(text)
         assert [env for _, env in pieces] == [False, True, False]
