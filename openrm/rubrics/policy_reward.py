@@ -94,9 +94,9 @@ def check_rubric_column(texts: Sequence[Any], what: str = "dataset") -> None:
 
 
 class RubricScoreReward:
-    """TRL reward: each completion's Eq. 2 score under its prompt's rubric, in [0, 1]. The query is the row's
-    `query_field` column (else the prompt's last user turn); a `rubric` column, when present and parseable,
-    is used instead of the book's."""
+    """TRL reward: each completion's Eq. 2 score under its prompt's rubric (at most 1; below 0 only through penalty
+    items). The query is the row's `query_field` column (else the prompt's last user turn); a `rubric` column, when
+    present and parseable, is used instead of the book's."""
 
     def __init__(self, scorer: Scorer, book: RubricBook | None = None, query_field: str = "question",
                  name: str = "rubric_score"):

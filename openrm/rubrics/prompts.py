@@ -25,12 +25,14 @@ GENERATE_SYSTEM = (
     "an excellent report for this particular request from a weak one. Prefer criteria that name the concrete "
     "entities, facts and sub-questions the request is about over criteria any report could meet. Reply with a "
     'JSON array only: each element is {"title": short name, "description": what a report must do to satisfy it, '
-    '"weight": a positive number, larger for what matters more}. Between 2 and 8 items; no text outside the array.')
+    '"weight": a positive number for what a report should do, larger for what matters more, or a negative number '
+    "for a mistake a report should avoid}. As many items as the request needs; no text outside the array.")
 GENERATE_COMPACT_SYSTEM = "JSON rubric for:"
 
 RATE_ITEM_SYSTEM = (
     "You grade one report against one criterion of a rubric, ignoring everything the criterion does not ask about. "
     "Use the whole scale: 1 means the report does not meet the criterion at all, 10 means it meets it completely. "
+    "A criterion marked as a penalty names a mistake: rate how fully the report makes it (1: not at all). "
     'Reply with one JSON object, {"rating": integer from 1 to 10}, and nothing else.')
 JUDGE_RUBRIC_SYSTEM = (
     "You review grading rubrics written for a specific research request. A good rubric is internally consistent, "
@@ -78,8 +80,13 @@ def generation_messages(query: str, style: str = "full") -> list[dict[str, str]]
 
 
 def rate_item_messages(query: str, item: RubricItem, report: str) -> list[dict[str, str]]:
-    return _chat(RATE_ITEM_SYSTEM, block("REQUEST", query), block("CRITERION", item.text()), block("REPORT", report),
-                 "Rate how well the report meets the criterion.")
+    """The rating request for one item; a penalty item (negative weight) is marked as one and asks how fully the
+    report makes the mistake it names."""
+    penalty = item.weight < 0
+    return _chat(RATE_ITEM_SYSTEM, block("REQUEST", query),
+                 block("CRITERION", ("[penalty] " if penalty else "") + item.text()), block("REPORT", report),
+                 "Rate how fully the report makes this mistake." if penalty
+                 else "Rate how well the report meets the criterion.")
 
 
 def judge_rubric_messages(query: str, rubric: Rubric) -> list[dict[str, str]]:

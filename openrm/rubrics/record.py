@@ -1,13 +1,15 @@
 """The rubric record: a weighted list of assessment items (title, description, weight), read strictly from JSON.
 
     rubric = parse_rubric('[{"title": "Names Kalon", "description": "Says what Kalon is.", "weight": 3}]')
-    rubric.weights            # normalised to sum 1
+    rubric.weights            # normalised by the sum of the positive weights
     parse_rubric("not json")  # RubricError: rubric: not JSON (...)
 
 `parse_rubric` raises `RubricError` and nothing else, whatever it is given; the error names the offending field
 (`items[2].weight`). Accepted: one JSON array of item objects, optionally wrapped in a single markdown code fence,
-with nothing else around it. Every item has exactly the keys title, description and weight; weights are finite
-and positive (the issue's spec: items reward, they never penalise).
+with nothing else around it. Every item has exactly the keys title, description and weight. A weight is a finite
+number other than 0: a positive one rewards what the item describes, a negative one makes the item a penalty (a
+mistake the report should avoid, rated by how much the report commits it), as in the paper's generated rubrics;
+at least one item must be positive. The number of items is not capped unless the caller asks (`max_items`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 FIELDS = ("title", "description", "weight")
-MAX_ITEMS = 32
 _FENCE = re.compile(r"\A```[A-Za-z]*[ \t]*\n?(.*?)\n?```\Z", re.DOTALL)
 
 
@@ -36,7 +37,7 @@ class RubricError(ValueError):
 class RubricItem:
     title: str
     description: str
-    weight: float  # as written, > 0; `Rubric.weights` gives the normalised ones
+    weight: float  # as written, != 0 (< 0: a penalty item); `Rubric.weights` gives the normalised ones
 
     def text(self) -> str:
         return f"{self.title}: {self.description}"
@@ -51,12 +52,21 @@ class Rubric:
             raise RubricError("items", "a rubric needs at least one item")
         for i, item in enumerate(self.items):
             _check_item_values(i, item.title, item.description, item.weight)
+        if not any(item.weight > 0 for item in self.items):
+            raise RubricError("items", "a rubric needs at least one item with a positive weight (all are penalties)")
 
     @property
     def weights(self) -> tuple[float, ...]:
-        """The item weights divided by their sum (they sum to 1)."""
-        total = math.fsum(item.weight for item in self.items)
+        """The item weights divided by the sum of the positive ones: the positive weights sum to 1 and a penalty
+        keeps its size relative to them, so a report that meets every positive item and commits no penalty scores
+        1, and each penalty it commits takes off its share."""
+        total = math.fsum(item.weight for item in self.items if item.weight > 0)
         return tuple(item.weight / total for item in self.items)
+
+    @property
+    def penalties(self) -> tuple[int, ...]:
+        """Indexes of the penalty items (negative weight)."""
+        return tuple(i for i, item in enumerate(self.items) if item.weight < 0)
 
     def to_json(self) -> str:
         return json.dumps([{"title": it.title, "description": it.description, "weight": it.weight}
@@ -64,7 +74,7 @@ class Rubric:
 
     def render(self) -> str:
         """The rubric as numbered lines with normalised weights, for a judge's prompt."""
-        return "\n".join(f"{n}. [weight {w:.2f}] {it.title}: {it.description}"
+        return "\n".join(f"{n}. [{'penalty' if w < 0 else 'weight'} {abs(w):.2f}] {it.title}: {it.description}"
                          for n, (it, w) in enumerate(zip(self.items, self.weights, strict=True), start=1))
 
     @classmethod
@@ -84,11 +94,12 @@ def _check_item_values(i: int, title: Any, description: Any, weight: Any) -> Non
         finite = math.isfinite(weight)
     except OverflowError:  # an integer too large for a float
         finite = False
-    if not finite or weight <= 0:
-        raise RubricError(f"items[{i}].weight", f"must be a finite number > 0, got {str(weight)[:20]}")
+    if not finite or weight == 0:
+        raise RubricError(f"items[{i}].weight", f"must be a finite number other than 0 (negative: a penalty), "
+                                                f"got {str(weight)[:20]}")
 
 
-def parse_rubric(text: Any, max_items: int = MAX_ITEMS) -> Rubric:
+def parse_rubric(text: Any, max_items: int | None = None) -> Rubric:
     """The rubric in `text` (a model's whole reply); `RubricError` naming the field when it is not one."""
     if not isinstance(text, str):
         raise RubricError("rubric", f"expected text, got {type(text).__name__}")
@@ -112,7 +123,7 @@ def parse_rubric(text: Any, max_items: int = MAX_ITEMS) -> Rubric:
         raise RubricError("rubric", f"must be a JSON array of items, got a JSON {type(data).__name__}")
     if not data:
         raise RubricError("rubric", "the list of items is empty")
-    if len(data) > max_items:
+    if max_items is not None and len(data) > max_items:
         raise RubricError("rubric", f"{len(data)} items; at most {max_items} allowed")
     items = []
     for i, raw in enumerate(data):
@@ -130,6 +141,8 @@ def parse_rubric(text: Any, max_items: int = MAX_ITEMS) -> Rubric:
     for i, title in enumerate(titles):
         if title in titles[:i]:
             raise RubricError(f"items[{i}].title", f"repeats items[{titles.index(title)}].title")
+    if not any(it.weight > 0 for it in items):
+        raise RubricError("rubric", "no item has a positive weight (a rubric of penalties only scores nothing)")
     return Rubric(tuple(items))
 
 

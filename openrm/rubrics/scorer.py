@@ -68,7 +68,7 @@ class Scorer(Protocol):
 
 @dataclass(frozen=True)
 class ReportScore:
-    score: float | None  # Eq. 2 in [0, 1]; None when any item's rating failed
+    score: float | None  # Eq. 2: at most 1, below 0 only through penalty items; None when any rating failed
     ratings: tuple[int | None, ...]
     errors: tuple[str, ...] = ()  # "item <k>: <why>" for every failed item
 

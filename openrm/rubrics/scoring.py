@@ -1,7 +1,10 @@
 """Eq. 2 of the query-specific rubrics paper: a report's rubric score is the weighted mean of its item ratings,
 each 1-10 rating mapped linearly onto [0, 1]. Pure functions; a missing rating is never filled in.
 
-    rubric_score(rubric, [8, 3])      # sum_k w_k (r_k - 1) / 9 over sum_k w_k
+    rubric_score(rubric, [8, 3])      # sum_k w_k (r_k - 1) / 9 over the sum of the positive w_k
+
+A penalty item (negative weight) is rated by how much the report commits the mistake it names, so its term
+lowers the score; the score then lies in [-(sum of |penalty weights|) / (sum of positive weights), 1].
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ def normalise_rating(rating: float) -> float:
 
 
 def rubric_score(rubric: Rubric, ratings: Sequence[float | None]) -> float | None:
-    """S(report | rubric) in [0, 1], or None when any item's rating is missing (the scorer failed on it)."""
+    """S(report | rubric): in [0, 1] without penalty items, at most 1 with them; None when any item's rating is
+    missing (the scorer failed on it)."""
     if len(ratings) != len(rubric.items):
         raise ValueError(f"{len(ratings)} ratings for a rubric of {len(rubric.items)} items")
     if any(r is None for r in ratings):

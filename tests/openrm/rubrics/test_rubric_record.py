@@ -41,8 +41,8 @@ def _with(i, key, value):
     (json.dumps(_without(1, "weight")), "items[1].weight", "missing"),
     (json.dumps(_without(0, "title")), "items[0].title", "missing"),
     (json.dumps(_without(0, "description")), "items[0].description", "missing"),
-    (json.dumps(_with(0, "weight", 0)), "items[0].weight", "> 0"),
-    (json.dumps(_with(1, "weight", -2)), "items[1].weight", "> 0"),
+    (json.dumps(_with(0, "weight", 0)), "items[0].weight", "other than 0"),
+    (json.dumps(_with(1, "weight", float("inf"))), "items[1].weight", "finite"),
     (json.dumps(_with(0, "weight", "3")), "items[0].weight", "number"),
     (json.dumps(_with(0, "weight", True)), "items[0].weight", "number"),
     (json.dumps(_with(0, "weight", None)), "items[0].weight", "number"),
@@ -87,7 +87,7 @@ def test_the_record_itself_refuses_bad_values():
     with pytest.raises(RubricError):
         Rubric(())
     with pytest.raises(RubricError, match=r"items\[0\].weight"):
-        Rubric.of([("a", "b", -1.0)])
+        Rubric.of([("a", "b", 0.0)])
     assert math.isclose(sum(Rubric.of([("a", "b", 0.1), ("c", "d", 0.2), ("e", "f", 0.3)]).weights), 1.0)
 
 
@@ -106,5 +106,37 @@ def test_never_raises_outside_its_documented_error(text):
         rubric = parse_rubric(text)
     except RubricError:
         return
-    assert rubric.items and math.isclose(sum(rubric.weights), 1.0)
-    assert all(w > 0 for w in rubric.weights)
+    assert rubric.items and math.isclose(sum(w for w in rubric.weights if w > 0), 1.0)
+    assert all(w != 0 for w in rubric.weights)
+
+
+def test_penalty_items_take_off_their_share_and_are_marked_for_the_rater():
+    from openrm.rubrics.prompts import rate_item_messages
+    from openrm.rubrics.scoring import rubric_score
+
+    text = json.dumps([{"title": "Names Kalon", "description": "Says what Kalon is.", "weight": 3},
+                       {"title": "Gives the year", "description": "States the founding year.", "weight": 1},
+                       {"title": "Wrong year", "description": "States a founding year other than 1541.", "weight": -2}])
+    rubric = parse_rubric(text)
+    assert rubric.weights == (0.75, 0.25, -0.5) and rubric.penalties == (2,)
+    assert rubric_score(rubric, [10, 10, 1]) == 1.0  # every positive item met, no mistake made
+    assert rubric_score(rubric, [10, 10, 10]) == 0.5  # the penalty's share taken off
+    assert rubric_score(rubric, [1, 1, 10]) == -0.5  # the floor: -(sum of |penalties|) / (sum of positives)
+    assert "[penalty 0.50] Wrong year" in rubric.render() and "[weight 0.75] Names Kalon" in rubric.render()
+    user = rate_item_messages("q", rubric.items[2], "r")[-1]["content"]
+    assert "[penalty] Wrong year" in user and "makes this mistake" in user
+    assert "[penalty]" not in rate_item_messages("q", rubric.items[0], "r")[-1]["content"]
+
+
+def test_zero_weights_penalty_only_rubrics_and_many_items():
+    with pytest.raises(RubricError, match=r"items\[1\].weight.*other than 0"):
+        parse_rubric(json.dumps([{"title": "a", "description": "b", "weight": 1},
+                                 {"title": "c", "description": "d", "weight": 0}]))
+    with pytest.raises(RubricError, match="positive weight"):
+        parse_rubric(json.dumps([{"title": "a", "description": "b", "weight": -1}]))
+    with pytest.raises(RubricError, match="positive weight"):
+        Rubric.of([("a", "b", -1.0)])
+    with pytest.raises(RubricError, match="must be a number"):
+        parse_rubric(json.dumps([{"title": "a", "description": "b", "weight": "3"}]))
+    many = [{"title": f"t{i}", "description": "d", "weight": 1 + i % 3} for i in range(100)]
+    assert len(parse_rubric(json.dumps(many)).items) == 100  # no cap unless the caller sets one
