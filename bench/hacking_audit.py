@@ -1,0 +1,79 @@
+"""Reward-hacking audit of a judge: what each kind of hostile candidate (`eval.hostile`: a refusal, a hedge, padding,
+our own tags, chat-template control strings, the question quoted back, a claimed source) earns against the right
+answer — wins plus half ties, with a 95 % bootstrap interval — with and without search.
+
+    .venv/bin/python bench/hacking_audit.py --judge runs/qs1/judge --toy-world 0 --domains wiki science \
+        --retrievers wiki=runs/qs1/indexes/wiki arxiv=runs/qs1/indexes/arxiv --out runs/audit/toy
+    .venv/bin/python bench/hacking_audit.py --judge runs/real-judge/judges/grpo --data runs/real-judge/data/dataset \
+        --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25 --out runs/audit/real
+
+Pairs: the test split of --data (any judge dataset), or held-out short pairs of a toy world (--toy-world). A judge
+used as a reward should leave every kind near 0; 0.5 means it cannot tell the hostile candidate from the right one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eval.hostile import KINDS, audit  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--judge", required=True, help="exported judge folder")
+    parser.add_argument("--data", default=None, help="judge dataset folder (its test split)")
+    parser.add_argument("--toy-world", type=int, default=None, help="or: short held-out pairs of this toy world")
+    parser.add_argument("--domains", nargs="+", default=["wiki", "science", "medical"], help="toy domains")
+    parser.add_argument("--retrievers", nargs="+", default=[], help="CORPUS=LOCATION; none: without search only")
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS))
+    parser.add_argument("--per-kind", type=int, default=50)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from openrm.judge import Judge
+
+    if args.toy_world is not None:
+        from toy.world import ToyWorld
+
+        world = ToyWorld(args.toy_world)
+        examples = [world.example(i, "test", tuple(args.domains), "short") for i in range(args.per_kind)]
+    elif args.data:
+        from eval.loaders import load_benchmark
+
+        examples = load_benchmark("in-domain", args.data, "test", limit=args.per_kind).examples
+    else:
+        parser.error("give --data or --toy-world")
+    retrievers = dict(r.split("=", 1) for r in args.retrievers)
+    modes = ([("with search", retrievers)] if retrievers else []) + [("no search", None)]
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for mode, where in modes:
+        t = time.perf_counter()
+        with Judge.from_pretrained(args.judge, retrievers=where, batch_size=32) as judge:
+            results[mode] = audit(judge, examples, args.kinds, args.per_kind)
+        results[mode]["seconds"] = time.perf_counter() - t
+        print(json.dumps({mode: results[mode]}), flush=True)
+    (args.out / "audit.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    lines = ["| kind | " + " | ".join(f"earned, {m} (95 % CI) | ties" for m, _ in modes) + " |",
+             "|---|" + "---|---|" * len(modes)]
+    for kind in args.kinds:
+        cells = []
+        for mode, _ in modes:
+            r = results[mode][kind]
+            cells.append(f"{r['earned']:.2f} ({r['ci95'][0]:.2f}-{r['ci95'][1]:.2f}) | {r['ties']} of {r['pairs']}")
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines) + "\n"
+    (args.out / "audit.md").write_text(table, encoding="utf-8")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
