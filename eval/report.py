@@ -78,6 +78,9 @@ def score(benchmark: str, examples: Sequence[Mapping[str, Any]], predictions: Ma
                   metrics.example_score(p, e["label"], tie_policy, failure_policy))
                  for e, p in zip(examples, preds, strict=True)]
         out["rmbench"] = metrics.rmbench_accuracies((d, i, j, v) for d, i, j, v in cells if v is not None)
+    single = single_order(examples, records, rng)
+    if single:
+        out["single_order"] = single
     out["judging"] = {
         "judged": len(judged),
         # only judgments where some order answered say anything about consistency; none answered → None (n/a)
@@ -88,6 +91,35 @@ def score(benchmark: str, examples: Sequence[Mapping[str, Any]], predictions: Ma
         "context": context_flags({i: records[i] for i in ids if i in records}),
     }
     return out
+
+
+def single_order(examples: Sequence[Mapping[str, Any]], records: Mapping[str, Mapping[str, Any]],
+                 rng: np.random.Generator) -> dict[str, Any] | None:
+    """Accuracy with each order scored on its own, as papers that judge every pair once report it (the OpenRM
+    paper's Tables 2-3: no majority over orders): over every order of every example labelled A or B, and over the
+    AB order (the pair as given) and the BA order alone. An order without a parseable answer counts as wrong.
+    None without per-order records (precomputed predictions)."""
+    hits: dict[str, list[float]] = {"AB": [], "BA": []}
+    for e in examples:
+        record = records.get(e["id"])
+        if record is None or e["label"] not in ("A", "B"):
+            continue
+        for order in record.get("orders") or ():
+            if order.get("order") in hits:
+                hits[order["order"]].append(float(order.get("answer") == e["label"]))
+    every = hits["AB"] + hits["BA"]
+    if not every:
+        return None
+
+    def interval(values: list[float]) -> list[float]:
+        x = np.asarray(values)
+        means = x[rng.integers(0, len(x), size=(1000, len(x)))].mean(axis=1)
+        return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
+
+    return {"accuracy": float(np.mean(every)), "ci95": interval(every), "orders": len(every),
+            "ab_accuracy": float(np.mean(hits["AB"])) if hits["AB"] else None,
+            "ba_accuracy": float(np.mean(hits["BA"])) if hits["BA"] else None,
+            "rule": "each order scored alone over examples labelled A or B; no answer = wrong"}
 
 
 def context_flags(records: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -134,7 +166,18 @@ def headline(results: Mapping[str, Any]) -> dict[str, float | None]:
     if "f1_macro" in results:
         cols.update({"Precision": results["precision_macro"], "Recall": results["recall_macro"],
                      "F1": results["f1_macro"], "A/B-only acc.": results["binary_accuracy"]})
+    if results.get("single_order"):
+        cols.update({"1 order": results["single_order"]["accuracy"], "AB only": results["single_order"]["ab_accuracy"]})
     return cols
+
+
+PUBLISHED = Path(__file__).with_name("data") / "published.json"
+
+
+def published_rows(benchmarks: Sequence[str], path: str | Path = PUBLISHED) -> list[dict[str, Any]]:
+    """The papers' published rows (`eval/data/published.json`, numbers in %) for these benchmarks."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [r for r in data["rows"] if r["benchmark"] in benchmarks]
 
 
 def comparison_table(runs: Sequence[Mapping[str, Any]]) -> str:
@@ -145,6 +188,18 @@ def comparison_table(runs: Sequence[Mapping[str, Any]]) -> str:
         cols = headline(r)
         lines.append(f"| {r.get('judge', '?')} | {r.get('mode', '?')} | "
                      + " | ".join(_fmt(cols.get(c)) for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def published_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The papers' rows (`published_rows`) in their own columns, numbers in % as printed there. The papers score
+    each judgment once, so their overall number compares with our `1 order` column, not our both-order one."""
+    columns = list(dict.fromkeys(c for r in rows for c in r["columns"]))
+    lines = ["| published judge | benchmark | setting | source | " + " | ".join(columns) + " |",
+             "|---|---|---|---|" + "---|" * len(columns)]
+    for r in rows:
+        lines.append(f"| {r['judge']} | {r['benchmark']} | {r['setting']} | {r['table']} | "
+                     + " | ".join(f"{r['columns'][c]:.2f}" if c in r["columns"] else "–" for c in columns) + " |")
     return "\n".join(lines)
 
 
@@ -170,6 +225,12 @@ def markdown(results: Mapping[str, Any]) -> str:
               f"| accuracy (%) | {_fmt(results['accuracy'])} |"]
     if ci:
         lines.append(f"| 95% bootstrap interval (%) | {_fmt(ci[0])} – {_fmt(ci[1])} |")
+    if results.get("single_order"):
+        so = results["single_order"]
+        lines += [f"| single-order accuracy (%), each order scored alone | {_fmt(so['accuracy'])} "
+                  f"({_fmt(so['ci95'][0])} – {_fmt(so['ci95'][1])}), {so['orders']} orders |",
+                  f"| single-order accuracy (%), AB / BA order alone | {_fmt(so['ab_accuracy'])} / "
+                  f"{_fmt(so['ba_accuracy'])} |"]
     if "f1_macro" in results:
         lines += [f"| macro precision / recall / F1 (%) | {_fmt(results['precision_macro'])} / "
                   f"{_fmt(results['recall_macro'])} / {_fmt(results['f1_macro'])} |",
@@ -275,6 +336,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Lay several eval runs side by side (a paper-style table).")
     parser.add_argument("runs", nargs="+", help="eval output folders (each holding results.json)")
     parser.add_argument("--out", help="write the table here as well as printing it")
+    parser.add_argument("--no-published", action="store_true",
+                        help="leave out the papers' published rows (eval/data/published.json)")
     args = parser.parse_args(argv)
     runs = []
     for folder in args.runs:
@@ -282,7 +345,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not path.is_file():
             parser.error(f"{path}: no results.json (run python -m eval.run first)")
         runs.append(json.loads(path.read_text(encoding="utf-8")))
+    published = [] if args.no_published else published_rows(sorted({r.get("benchmark") for r in runs}))
     table = comparison_table(runs)
+    if published:
+        table += ("\n\n" + published_table(published) + "\n\nSource: "
+                  + json.loads(PUBLISHED.read_text(encoding="utf-8"))["source"] + " Our `Overall` / `Score` columns "
+                  "count a pair as right only when both orders agree on the right answer; `1 order` scores each "
+                  "order alone, as the papers do.")
     print(table)
     if args.out:
         Path(args.out).write_text(table + "\n", encoding="utf-8")

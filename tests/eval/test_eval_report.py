@@ -73,3 +73,44 @@ def test_rows_over_the_context_are_counted_and_named_and_an_unchecked_run_says_s
     unknown = {i: {**r, "context": {**fit, "limit": None}} for i, r in records.items()}
     text = report.markdown(report.score("pairwise", examples(["x", "y"], per=2), {}, unknown, resamples=10))
     assert "context: **not checked**" in text
+
+
+def _orders(ab: str | None, ba: str | None) -> list[dict]:
+    return [{"order": "AB", "answer": ab}, {"order": "BA", "answer": ba}]
+
+
+def test_single_order_accuracy_scores_each_order_alone():
+    # labels: p0 A, p1 B, p2 A, p3 tie (left out of the single-order count)
+    ex = [{"id": f"p{k}", "domain": "pandalm", "label": label} for k, label in enumerate(["A", "B", "A", "tie"])]
+    records = {"p0": {"prediction": "A", "orders": _orders("A", "A")},      # both right
+               "p1": {"prediction": "tie", "orders": _orders("B", "A")},    # AB right, BA wrong: a tie both-order
+               "p2": {"prediction": "fail", "orders": _orders(None, None)},  # no answer: wrong twice
+               "p3": {"prediction": "A", "orders": _orders("A", "A")}}
+    results = report.score("pandalm", ex, {i: r["prediction"] for i, r in records.items()}, records, resamples=50)
+    so = results["single_order"]
+    assert (so["orders"], so["accuracy"], so["ab_accuracy"], so["ba_accuracy"]) == (6, 3 / 6, 2 / 3, 1 / 3)
+    assert results["accuracy"] == 1 / 4  # both-order, 3-class: only p0 is right
+    text = report.markdown(results)
+    assert "each order scored alone | 50.00" in text and "AB / BA order alone | 66.67 / 33.33" in text
+    assert report.score("pandalm", ex, {i: r["prediction"] for i, r in records.items()},
+                        resamples=10).get("single_order") is None  # precomputed predictions: no orders, no number
+
+
+def test_eval_report_prints_single_and_both_order_beside_the_published_rows(tmp_path, capsys):
+    import json
+
+    ex = [{"id": f"p{k}", "domain": "pandalm", "label": "AB"[k % 2]} for k in range(4)]
+    records = {e["id"]: {"prediction": e["label"], "orders": _orders(e["label"], "A")} for e in ex}
+    results = report.score("pandalm", ex, {i: r["prediction"] for i, r in records.items()}, records, resamples=10)
+    results.update(judge="smol", mode="tools")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results.json").write_text(json.dumps(results))
+    report.main([str(tmp_path / "run")])
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    assert "Overall" in header and "1 order" in header and "AB only" in header
+    assert "| smol | tools | 100.00 |" in out and "| 75.00 | 100.00 |" in out
+    assert "| OpenRM-Qwen2.5-7B | pandalm | with tools | Table 3 | 79.42 |" in out
+    assert "rewardbench" not in out.split("Source:")[0]  # only the benchmark of the runs
+    report.main([str(tmp_path / "run"), "--no-published"])
+    assert "79.42" not in capsys.readouterr().out
