@@ -3,9 +3,9 @@ plus a position bias and ties; or `--judges realistic`: noise that varies by pai
 group, ties likelier between close candidates); per topology and reward shaping, judge calls, Kendall tau-b to the
 latent ranking (with its standard error) and top-1 accuracy, and the Pareto frontier of tau against judge calls.
 
-    .venv/bin/python bench/tournament_sim.py --groups 1000 --ks 4 8 16            # the issue-7 table
+    .venv/bin/python bench/tournament_sim.py --groups 1000 --ks 4 8 16            # fidelity per judge call
     .venv/bin/python bench/tournament_sim.py --groups 1000 --ks 4 8 16 --judges simple realistic \
-        --plot bench/tournament_pareto.png                                         # the issue-19 Pareto tables
+        --plot bench/tournament_pareto.png                                         # the Pareto tables
 Runs the real `openrm.tournament` code (Arena, topologies, shaping); only the judge is simulated.
 """
 
@@ -148,15 +148,16 @@ VARIANTS = [
     Variant("round_robin", RoundRobin()),
     Variant("round_robin (1 random order)", RoundRobin(), "random"),
     Variant("anchor", Anchor()),
-    Variant("seeded_single_elimination", SeededSingleElimination()),
-    Variant("double_elimination", DoubleElimination()),
-    Variant("swiss", Swiss()),
+    # the rows of bench/RESULTS.md: the eliminations by net wins, Swiss by the Buchholz mean, cached repeats
+    Variant("seeded_single_elimination", SeededSingleElimination(rank_by="net_wins")),
+    Variant("double_elimination", DoubleElimination(rank_by="net_wins")),
+    Variant("swiss", Swiss(buchholz="mean")),
     Variant("live", Live()),
     Variant("live (1 random order)", Live(), "random"),
-    Variant("multi_round G2 M1", MultiRound(2, 1, 1, 1)),
-    Variant("multi_round G2 M3", MultiRound(2, 1, 1, 3)),
-    Variant("multi_round G4 K2 M1", MultiRound(4, 2, 2, 1)),
-    Variant("multi_round G4 K2 M3", MultiRound(4, 2, 2, 3)),
+    Variant("multi_round G2 M1", MultiRound(2, 1, 1, 1, fresh_repeats=False)),
+    Variant("multi_round G2 M3", MultiRound(2, 1, 1, 3, fresh_repeats=False)),
+    Variant("multi_round G4 K2 M1", MultiRound(4, 2, 2, 1, fresh_repeats=False)),
+    Variant("multi_round G4 K2 M3", MultiRound(4, 2, 2, 3, fresh_repeats=False)),
     *active_variants(),
 ]
 SHAPERS = {"min-max": tournament_reward, "rank-z": rank_z, "win rate": win_rate, "BT": bt_min_max}

@@ -8,7 +8,7 @@ win rate breaking exact ties (as `Live`).
 
 Rules: "information" (default) greedily takes the pair with the largest expected information gain
 log(1 + p(1-p) Var[beta_a - beta_b]), updating the covariance after each pick as if it were played (Sherman-Morrison),
-so one round's pairs are not redundant; "closeness" is the issue-19 baseline p(1-p) / (1 + n_pair). Round one is a
+so one round's pairs are not redundant; "closeness" is a simpler baseline, p(1-p) / (1 + n_pair). Round one is a
 random perfect matching under either rule (every pair looks alike under the prior).
 """
 

@@ -4,11 +4,11 @@ grand final without a reset: 2K-2 matches for any K >= 2 (a rematch is answered 
 Each round pairs the winners' bracket among itself and the losers' bracket among itself (an odd one out waits a
 round); winners'-bracket losers drop into the losers' bracket. In a tied match the first listed goes on (the paper
 is silent on ties). Ranking as in seeded single elimination, then the mean share over all matches:
-- paper rule, `rank_by="depth"` (ArenaRL: "advancement depth"): the round of a candidate's second loss (one who
-  waits a round survives it); the grand final's loser goes out in the last round, the champion one deeper. One who
-  goes out on a tie shares the depth of the one who went on.
-- our default, `rank_by="net_wins"`: soft net wins (a tie moves nobody); today's rule, kept.
-`DoubleElimination(rank_by="depth")`.
+- the default, the paper's rule, `rank_by="depth"` (ArenaRL: "advancement depth"): the round of a candidate's
+  second loss (one who waits a round survives it); the grand final's loser goes out in the last round, the
+  champion one deeper. One who goes out on a tie shares the depth of the one who went on.
+- option `rank_by="net_wins"`: soft net wins (a tie moves nobody).
+`DoubleElimination()`; `DoubleElimination(rank_by="net_wins")`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from openrm.tournament.records import PairRound, Standing
 
 @dataclass(frozen=True)
 class DoubleElimination:
-    rank_by: RankBy = "net_wins"  # "depth": the paper's rule (see the module docstring)
+    rank_by: RankBy = "depth"  # the paper's rule; "net_wins": soft net wins (see the module docstring)
     name: str = "double_elimination"
 
     def __post_init__(self):

@@ -6,11 +6,11 @@ A group the judge fails on has no winners (nobody advances, nobody scores). When
 the last group is smaller; if it has no more than K_win members they go on unjudged and score nothing.
 
 A repeat can show the judge a group it already judged (same members, same order), as often happens with small K:
-- paper rule, `fresh_repeats=True`: every repeat asks the judge again (Algorithm 1 calls J in every repeat), so a
-  stochastic judge's M verdicts are M samples and the calls are the §4.5 count;
-- our default, `fresh_repeats=False`: the arena's cache answers it. Free with a deterministic judge (the same
-  verdict either way, fewer calls); with a sampling judge it makes the repeats' verdicts correlated.
-`MultiRound(2, 1, 1, 4, fresh_repeats=True)`.
+- the default, the paper's rule, `fresh_repeats=True`: every repeat asks the judge again (Algorithm 1 calls J in
+  every repeat), so a stochastic judge's M verdicts are M samples and the calls are the §4.5 count;
+- option `fresh_repeats=False`: the arena's cache answers it. Free with a deterministic judge (the same verdict
+  either way, fewer calls); with a sampling judge it makes the repeats' verdicts correlated.
+`MultiRound(2, 1, 1, 4)`; `MultiRound(2, 1, 1, 4, fresh_repeats=False)` for the cached variant.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class MultiRound:
     k_final: int = 1
     repeats: int = 1  # M
     omega: tuple[float, ...] = (1.0,)  # points per winner in round t (the last value repeats)
-    fresh_repeats: bool = False  # True: the paper's rule, every repeat asks the judge again (module docstring)
+    fresh_repeats: bool = True  # the paper's rule: every repeat asks the judge again; False: cached (docstring)
     name: str = "multi_round"
 
     def __post_init__(self):

@@ -1,13 +1,15 @@
 """Seeded single elimination (ArenaRL §4.3): anchor matches seed the field (K-1 matches), then a 1-vs-N bracket
-(K-1 matches; byes for the top seeds when K is not a power of two). `SeededSingleElimination(rank_by="depth")`.
+(K-1 matches; byes for the top seeds when K is not a power of two). `SeededSingleElimination()` ranks by the
+paper's survival depth; `SeededSingleElimination(rank_by="net_wins")` by soft net wins.
 
 Ranking, then the mean share over all of a candidate's matches (seeding included) within equal standings:
-- paper rule, `rank_by="depth"`: the round a candidate goes out in (ArenaRL: "depth of survival"). A bye survives
-  its round, so a bye holder out in round 1 is level with a round-0 winner out in round 1; the champion is one
-  round deeper than the final's loser. One who goes out on a tie shares the depth of the one who went on.
-- our default, `rank_by="net_wins"`: soft net wins (a win +1, a loss -1, a share p scores 2p-1; a bye earns what
+- the default, the paper's rule, `rank_by="depth"`: the round a candidate goes out in (ArenaRL: "depth of
+  survival"). A bye survives its round, so a bye holder out in round 1 is level with a round-0 winner out in
+  round 1; the champion is one round deeper than the final's loser. One who goes out on a tie shares the depth
+  of the one who went on.
+- option `rank_by="net_wins"`: soft net wins (a win +1, a loss -1, a share p scores 2p-1; a bye earns what
   its holder's seeding match earned, never below 0). A narrow win counts less than a clear one, so a close
-  first-round loser can rank above the final's loser; it is today's rule and tested that way.
+  first-round loser can rank above the final's loser.
 In a tied match (or a judge failure) the higher seed goes on, under both rules, only to keep the bracket going: the
 paper is silent on ties, and neither rule lets a tie decide a standing (net: 0 each; depth: shared).
 """
@@ -44,7 +46,7 @@ def seed_order(scores: np.ndarray, rng: np.random.Generator) -> list[int]:
 @dataclass(frozen=True)
 class SeededSingleElimination:
     anchor: int = 0
-    rank_by: RankBy = "net_wins"  # "depth": the paper's rule (see the module docstring)
+    rank_by: RankBy = "depth"  # the paper's rule; "net_wins": soft net wins (see the module docstring)
     name: str = "seeded_single_elimination"
 
     def __post_init__(self):

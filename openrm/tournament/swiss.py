@@ -1,10 +1,11 @@
 """Swiss system (ArenaRL §4.5): ceil(log2 K) rounds of floor(K/2) matches; each round pairs candidates with equal
 (or the nearest) points, avoiding rematches where it can. A bye is worth half a point (a tie, not a free win; the
-paper is silent on byes). `Swiss(buchholz="sum")`.
+paper is silent on byes). `Swiss()` breaks ties by the paper's Buchholz sum; `Swiss(buchholz="mean")` by the mean.
 
 Ranking: points (soft wins: a tie is half a win), then Buchholz over a candidate's opponents' final points:
-- paper rule, `buchholz="sum"` (ArenaRL: "the sum of wins achieved by a trajectory's past opponents");
-- our default, `buchholz="mean"`: a bye holder met one opponent fewer, and a sum would count that against it.
+- the default, the paper's rule, `buchholz="sum"` (ArenaRL: "the sum of wins achieved by a trajectory's past
+  opponents");
+- option `buchholz="mean"`: a bye holder met one opponent fewer, and a sum counts that against it.
 With an even K everyone meets the same number of opponents and the two rank alike; they differ only with byes.
 """
 
@@ -24,7 +25,7 @@ Buchholz = Literal["mean", "sum"]
 @dataclass(frozen=True)
 class Swiss:
     rounds: int | None = None  # None: ceil(log2 K)
-    buchholz: Buchholz = "mean"  # "sum": the paper's rule (see the module docstring)
+    buchholz: Buchholz = "sum"  # the paper's rule; "mean": over the opponents met (see the module docstring)
     name: str = "swiss"
 
     def __post_init__(self):

@@ -103,20 +103,20 @@ CASES = [
          [-R2 / 3, 2 * R2 / 3, -R2, 2 * R2 / 3]),
     # seeds 3|2 (1.0, shuffled), anchor (1/3), 0; 3 and 2 win their first match, 3 the final. Net wins
     # [-1, 2, -1, 0], depth [0, 2, 0, 1]; mean shares [mean(1/3, 0), 1, 0, mean(1, 1, 0)] = [1/6, 1, 0, 2/3]
-    Case(SeededSingleElimination(), K4, [2, 0, 3, 1], [-1 + C / 6, 2 + C, -1, 2 * C / 3], [1 / 4, 1, 0, 2 / 3], Z4),
-    Case(SeededSingleElimination(rank_by="depth"), K4, [2, 0, 3, 1], [C / 6, 2 + C, 0, 1 + 2 * C / 3],
+    Case(SeededSingleElimination(rank_by="net_wins"), K4, [2, 0, 3, 1], [-1 + C / 6, 2 + C, -1, 2 * C / 3], [1 / 4, 1, 0, 2 / 3], Z4),
+    Case(SeededSingleElimination(), K4, [2, 0, 3, 1], [C / 6, 2 + C, 0, 1 + 2 * C / 3],
          [1 / 4, 1, 0, 2 / 3], Z4),
     # K=5, 8 slots: seeds 4 and 3 (1.0), the anchor 2 (1/2) get byes; 1 beats 0; 4 beats 1, 3 beats the anchor;
     # 4 beats 3. Net (a bye earns max(0, 2 x seeding - 1)) [-1, 3, -1, 1, 0]; depth [1, 3, 0, 2, 1] (the bye
     # holder out in round 1 is level with 1, who won round 0); mean shares [1/4, 1, 0, 2/3, 1/3]
-    Case(SeededSingleElimination(), K5, [3, 0, 4, 1, 2], [-1 + C / 4, 3 + C, -1, 1 + 2 * C / 3, C / 3],
+    Case(SeededSingleElimination(rank_by="net_wins"), K5, [3, 0, 4, 1, 2], [-1 + C / 4, 3 + C, -1, 1 + 2 * C / 3, C / 3],
          [2 / 5, 1, 0, 2 / 3, 1 / 3], Z5),
-    Case(SeededSingleElimination(rank_by="depth"), K5, [3, 0, 4, 1, 2], [1 + C / 4, 3 + C, 0, 2 + 2 * C / 3, 1 + C / 3],
+    Case(SeededSingleElimination(), K5, [3, 0, 4, 1, 2], [1 + C / 4, 3 + C, 0, 2 + 2 * C / 3, 1 + C / 3],
          [2 / 5, 1, 0, 2 / 3, 1 / 3], Z5),
     # every draw: 0 goes out in round 1 (two losses), 1 in round 2, 2 loses the grand final to 3. Net
     # [-1, 3, -2, 0], depth [2, 4, 1, 3]; mean shares [1/3, 1, 0, 1/2]
-    Case(DoubleElimination(), K4, [2, 0, 3, 1], [-1 + C / 3, 3 + C, -2, C / 2], [1 / 3, 1, 0, 1 / 2], Z4),
-    Case(DoubleElimination(rank_by="depth"), K4, [2, 0, 3, 1], [2 + C / 3, 4 + C, 1, 3 + C / 2], [1 / 3, 1, 0, 1 / 2],
+    Case(DoubleElimination(rank_by="net_wins"), K4, [2, 0, 3, 1], [-1 + C / 3, 3 + C, -2, C / 2], [1 / 3, 1, 0, 1 / 2], Z4),
+    Case(DoubleElimination(), K4, [2, 0, 3, 1], [2 + C / 3, 4 + C, 1, 3 + C / 2], [1 / 3, 1, 0, 1 / 2],
          Z4),
     # two rounds; points [1, 2, 0, 1] whatever the draw. 3 meets 2 or 1 first: every Buchholz is 1, so 1 and 2
     # are level; 3 meets 0 first: Buchholz [1/2, 1/2, 3/2, 3/2] puts 2 above 1
@@ -203,8 +203,9 @@ def test_single_elimination_depth_and_net_wins_disagree_after_a_narrow_win():
     # Round 0: 10 beats 0; 6 beats 5 by 5/8 (net +1/4 / -1/4). Final: 10 beats 6 outright (6: 1/4 - 1 = -3/4).
     # Net wins: 10, 5, 6, 0. Depth: 10 (2), 6 (1), then 5 and 0 (0) by mean share (11/24, 3/8) vs (0, 0).
     for step in STEPS[:4]:
-        assert play(SeededSingleElimination(), [5, 0, 10, 6], Soft(), step).ranks.tolist() == [1, 3, 0, 2]
-        depth = play(SeededSingleElimination(rank_by="depth"), [5, 0, 10, 6], Soft(), step)
+        net = play(SeededSingleElimination(rank_by="net_wins"), [5, 0, 10, 6], Soft(), step)
+        assert net.ranks.tolist() == [1, 3, 0, 2]
+        depth = play(SeededSingleElimination(), [5, 0, 10, 6], Soft(), step)  # the default: the paper's depth
         assert depth.ranks.tolist() == [2, 3, 0, 1]
 
 
@@ -213,15 +214,16 @@ def test_double_elimination_depth_and_net_wins_disagree_after_a_narrow_win():
     # once by 5/8: net -5/4, so net wins put 0 above 1. But 0 goes out in round 1 and 1 in round 2 (depth 1 < 2);
     # 5 loses only to 10, in the winners' bracket and in the grand final (depth 3); 10 is champion (4).
     for step in STEPS:
-        assert play(DoubleElimination(), [5, 0, 10, 1], Soft(), step).ranks.tolist() == [1, 2, 0, 3]
-        assert play(DoubleElimination(rank_by="depth"), [5, 0, 10, 1], Soft(), step).ranks.tolist() == [1, 3, 0, 2]
+        net = play(DoubleElimination(rank_by="net_wins"), [5, 0, 10, 1], Soft(), step)
+        assert net.ranks.tolist() == [1, 2, 0, 3]
+        assert play(DoubleElimination(), [5, 0, 10, 1], Soft(), step).ranks.tolist() == [1, 3, 0, 2]  # depth
 
 
 def test_depth_a_tie_decides_no_depth():
     # The two 3s are seeds 1 and 2 and tie in the final: one goes on to keep the bracket going, but both get the
     # champion's depth (2) and have the same mean share (1, 1, 1/2): level, whichever seed the draw made first.
     for step in STEPS[:4]:
-        assert play(SeededSingleElimination(rank_by="depth"), [1, 3, 0, 3], step=step).ranks.tolist() == [
+        assert play(SeededSingleElimination(), [1, 3, 0, 3], step=step).ranks.tolist() == [
             2, 0.5, 3, 0.5]
 
 
@@ -232,7 +234,7 @@ class Failing:
         return [None] * len(items)
 
 
-@pytest.mark.parametrize("topology", [SeededSingleElimination(rank_by="depth"), DoubleElimination(rank_by="depth")],
+@pytest.mark.parametrize("topology", [SeededSingleElimination(), DoubleElimination()],
                          ids=lambda t: t.name)
 @pytest.mark.parametrize("k", [2, 4, 5, 8])
 def test_depth_with_a_failing_judge_gives_equal_rewards(topology, k):
@@ -276,8 +278,8 @@ def test_swiss_buchholz_sum_penalises_the_bye_holder():
 def test_swiss_buchholz_sum_lets_a_failing_judge_rank_the_bye_holders_last():
     # K=5, three rounds, three distinct byes; every match and bye is worth 1/2, so everyone has 3/2 points. The
     # two who never had a bye met three opponents (Buchholz sum 9/2), the bye holders two (3): the draw decides.
-    assert np.all(Arena(Failing()).run(Swiss(), "q", list("01234")).ranks == 2)
-    ranks = Arena(Failing()).run(Swiss(buchholz="sum"), "q", list("01234")).ranks
+    assert np.all(Arena(Failing()).run(Swiss(buchholz="mean"), "q", list("01234")).ranks == 2)
+    ranks = Arena(Failing()).run(Swiss(), "q", list("01234")).ranks  # the default: the paper's sum
     assert sorted(ranks.tolist()) == [0.5, 0.5, 3, 3, 3]
 
 
@@ -299,18 +301,23 @@ def test_multi_round_fresh_repeats_ask_the_judge_in_every_repeat():
     differ = 0
     for step in STEPS:  # K=2, M=4: one group per repeat, shown in one of two orders
         ours, paper = StrengthGroup(), StrengthGroup()
-        cached = Arena(group=ours).run(MultiRound(2, 1, 1, 4), "q", ["0", "1"], step)
-        fresh = Arena(group=paper).run(MultiRound(2, 1, 1, 4, fresh_repeats=True), "q", ["0", "1"], step)
+        cached = Arena(group=ours).run(MultiRound(2, 1, 1, 4, fresh_repeats=False), "q", ["0", "1"], step)
+        fresh = Arena(group=paper).run(MultiRound(2, 1, 1, 4), "q", ["0", "1"], step)  # the default: fresh
         # a deterministic judge: the same scores; the paper's rule asks 4 times, ours once per order shown
         assert cached.scores.tolist() == fresh.scores.tolist() == [0, 4]
         assert paper.requests == fresh.group_calls == 4 and not any(g.cached for g in fresh.group_matches)
         assert ours.requests == cached.group_calls == len({g.members for g in cached.group_matches}) <= 2
         # a sampling judge: fresh repeats see its verdicts a, b, b, b; ours re-use "a" in every repeat that shows
         # the first repeat's order
-        fresh = Arena(group=FirstThenB()).run(MultiRound(2, 1, 1, 4, fresh_repeats=True), "q", ["a", "b"], step)
+        fresh = Arena(group=FirstThenB()).run(MultiRound(2, 1, 1, 4), "q", ["a", "b"], step)
         assert fresh.scores.tolist() == [1, 3]
-        cached = Arena(group=FirstThenB()).run(MultiRound(2, 1, 1, 4), "q", ["a", "b"], step)
+        cached = Arena(group=FirstThenB()).run(MultiRound(2, 1, 1, 4, fresh_repeats=False), "q", ["a", "b"], step)
         n = sum(g.members == cached.group_matches[0].members for g in cached.group_matches)
         assert cached.scores.tolist() == [n, 4 - n]
         differ += n != 1
     assert differ
+
+
+def test_the_defaults_are_the_papers_rules():
+    assert SeededSingleElimination().rank_by == DoubleElimination().rank_by == "depth"
+    assert Swiss().buchholz == "sum" and MultiRound().fresh_repeats is True
