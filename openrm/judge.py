@@ -155,6 +155,25 @@ class Judge:
         """One `Verdict` per `(question, answer_a, answer_b)`, in order; all 2N rollouts go out as one batch
         (in chunks of `batch_size`). `evidence[i]`, an `<information>` block, goes into pair i's prompt (both
         orders) for judging with passages retrieved beforehand."""
+        judged = self._judge(pairs, ("AB", "BA"), progress, evidence)
+        verdicts = [Verdict.from_runs(*runs, context=fit) for fit, runs in judged]
+        if verdicts:
+            unparsed = sum(r.answer is None for v in verdicts for r in v.orders)
+            logger.info("judged %d pairs: %.0f%% consistent, %d of %d orders without an answer", len(verdicts),
+                        100 * sum(v.consistent for v in verdicts) / len(verdicts), unparsed, 2 * len(verdicts))
+        return verdicts
+
+    def judge_one_order(self, pairs: Sequence[tuple[str, str, str]], progress: bool = False,
+                        evidence: Sequence[str | None] | None = None) -> list[JudgeRun]:
+        """Each `(question, answer_a, answer_b)` judged once, in the order given (one rollout per pair, half the
+        cost of `compare_batch`): the single-judgment protocol papers budget for, where the caller draws or
+        alternates the order (a tournament's `orders: random`). No debiasing: a position preference goes into
+        the verdict."""
+        return [runs[0] for _, runs in self._judge(pairs, ("AB",), progress, evidence)]
+
+    def _judge(self, pairs: Sequence[tuple[str, str, str]], orders: tuple[Order, ...], progress: bool,
+               evidence: Sequence[str | None] | None) -> list[tuple[ContextFit, tuple[JudgeRun, ...]]]:
+        """Every pair's context fit and one run per order in `orders` ("AB": as given, "BA": swapped)."""
         pairs = [tuple(p) for p in pairs]
         for i, pair in enumerate(pairs):
             if len(pair) != 3 or not all(isinstance(x, str) for x in pair):
@@ -167,8 +186,8 @@ class Judge:
         prompts = []
         for fit, info in zip(fits, evidence, strict=True):
             if fit.status != "failed":
-                prompts += [self.prompt_ids(fit.question, fit.answer_a, fit.answer_b, info),
-                            self.prompt_ids(fit.question, fit.answer_b, fit.answer_a, info)]
+                prompts += [self.prompt_ids(fit.question, fit.answer_a, fit.answer_b, info) if order == "AB"
+                            else self.prompt_ids(fit.question, fit.answer_b, fit.answer_a, info) for order in orders]
         flagged = [f for f in fits if f.status != "fit"]
         if flagged:
             logger.warning("%d of %d pairs exceed the prompt limit of %s tokens: %d cut to fit, %d judged as failures "
@@ -184,19 +203,14 @@ class Judge:
         for start in starts:
             chunk = prompts[start:start + self.batch_size]
             trajectories += rollout(chunk, self.generator, self.toolbox, self.tokenizer, self.rollout_cfg)
-        verdicts, sent = [], iter(trajectories)
+        judged, sent = [], iter(trajectories)
         for fit in fits:
             if fit.status == "failed":
-                runs = unjudged_run("AB", fit), unjudged_run("BA", fit)
+                runs = tuple(unjudged_run(order, fit) for order in orders)
             else:
-                runs = (make_run("AB", next(sent), self.tokenizer, self.tool_names),
-                        make_run("BA", next(sent), self.tokenizer, self.tool_names))
-            verdicts.append(Verdict.from_runs(*runs, context=fit))
-        if verdicts:
-            unparsed = sum(r.answer is None for v in verdicts for r in v.orders)
-            logger.info("judged %d pairs: %.0f%% consistent, %d of %d orders without an answer", len(verdicts),
-                        100 * sum(v.consistent for v in verdicts) / len(verdicts), unparsed, 2 * len(verdicts))
-        return verdicts
+                runs = tuple(make_run(order, next(sent), self.tokenizer, self.tool_names) for order in orders)
+            judged.append((fit, runs))
+        return judged
 
     def close(self) -> None:
         if self.toolbox is not None:

@@ -75,8 +75,10 @@ class PolicyArguments:
                 "k_win, k_final, repeats; active's budget."})
     greedy_anchor: bool = field(default=False, metadata={
         "help": "Decode each group's first completion greedily (ArenaRL's quality anchor, at index 0)."})
-    orders: str = field(default="both", metadata={"help": "Presentation orders of a one-order judge: both, "
-                                                          "random (one, seeded) or given."})
+    orders: str = field(default="both", metadata={"help": "Presentation orders per match: both, random (one, "
+                                                          "seeded) or given. An openrm judge plays both orders "
+                                                          "itself under 'both' and one rollout per match "
+                                                          "otherwise (Reasoning Arena's budget)."})
     shaping: str = field(default="rank_z", metadata={"help": f"Standings -> rewards: one of {sorted(SHAPINGS)}."})
     verifier: str = field(default="", metadata={
         "help": "Adaptive routing (Reasoning Arena): 'answer_match' scores each completion against the answer "
@@ -126,7 +128,8 @@ class PolicyArguments:
             model=self.judge_model,
             retrievers=parse_locations(self.retrievers) if self.retrievers else {}, device=self.judge_device,
             batch_size=self.judge_batch_size, concurrency=self.judge_concurrency, world_seed=self.world_seed,
-            group=self.group_judge, group_server=self.group_server, group_model=self.group_model)
+            group=self.group_judge, group_server=self.group_server, group_model=self.group_model,
+            orders=2 if self.orders == "both" else 1)
         self.topology_obj = make_topology(self.topology, self.topology_options)
         if self.rewards not in REWARDS:
             raise ValueError(f"rewards must be one of {REWARDS}, got {self.rewards!r}")

@@ -73,17 +73,30 @@ def select_winners(judge: GroupJudge, question: str, rubric: str | None, candida
 
 class JudgePairwise:
     """`openrm.judge.Judge` (or anything with `compare_batch(pairs) -> [Verdict]`) as a pairwise match judge.
-    The judge runs both orders itself, so `orders = 2`; a pair where neither order gave an answer is a failure,
-    anything else is the verdict's `p_a` (0.5 when the orders contradict each other: a tie)."""
 
-    orders = 2
+    `orders=2` (default): the judge runs both orders itself; a pair where neither order gave an answer is a
+    failure, anything else is the verdict's `p_a` (0.5 when the orders contradict each other: a tie).
+    `orders=1`: one rollout per item, in the order shown (`judge_one_order`), as Reasoning Arena budgets; the
+    arena then draws the order (`orders: random`) or plays both as two items (`orders: both`). No answer is a
+    failure, else 1 or 0."""
 
-    def __init__(self, judge: Any, progress: bool = False):
-        self.judge, self.progress = judge, progress
+    def __init__(self, judge: Any, progress: bool = False, orders: int = 2):
+        if orders not in (1, 2):
+            raise ValueError(f"orders must be 1 or 2, got {orders!r}")
+        self.judge, self.progress, self.orders = judge, progress, orders
 
     def compare_many(self, items: Sequence[tuple[str, str, str]]) -> list[float | None]:
         if not items:
             return []
+        if self.orders == 1:
+            runs = self.judge.judge_one_order(list(items), progress=self.progress)
+            if len(runs) != len(items):
+                raise RuntimeError(f"judge returned {len(runs)} runs for {len(items)} items")
+            out = [None if r.answer is None else float(r.answer == "A") for r in runs]
+            failures = sum(p is None for p in out)
+            if failures:
+                logger.warning("pairwise judge: %d of %d items without a verdict (scored 0.5)", failures, len(out))
+            return out
         verdicts = self.judge.compare_batch(list(items), progress=self.progress)
         if len(verdicts) != len(items):
             raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(items)} pairs")

@@ -44,8 +44,11 @@ class MatchJudgeSpec:
     group: str = "pairwise"
     group_server: str = ""
     group_model: str = ""
+    orders: int = 2  # an openrm judge: 2 plays both orders of a match itself; 1 one order, as the arena shows it
 
     def __post_init__(self) -> None:
+        if self.orders not in (1, 2):
+            raise ValueError(f"orders must be 1 or 2, got {self.orders!r}")
         if self.kind not in BUILTIN_KINDS and self.kind not in plugins.names(plugins.MATCH_JUDGES):
             raise ValueError(f"judge kind must be one of {pairwise_kinds()}, got {self.kind!r}")
         if self.group not in GROUP_KINDS:
@@ -104,7 +107,7 @@ def build_pairwise(spec: MatchJudgeSpec, rows: Sequence[Mapping[str, Any]] = ())
                                   concurrency=spec.concurrency)
     logger.info("match judge: %s from %s (%s)", spec.kind, spec.path,
                 f"tools over {sorted(spec.retrievers)}" if retrievers else "no tools")
-    return JudgePairwise(judge)
+    return JudgePairwise(judge, orders=spec.orders)
 
 
 def build_group(spec: MatchJudgeSpec, pairwise: Any):

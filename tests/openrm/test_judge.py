@@ -124,6 +124,22 @@ def test_position_biased_judge_predicts_a_tie(tokenizer):
     assert verdict.winner == "tie" and verdict.p_a == 0.5 and not verdict.consistent
 
 
+def test_one_order_judging_runs_one_rollout_per_pair_as_shown(tokenizer):
+    from openrm.tournament.judges import JudgePairwise
+
+    judge, gen = scripted_judge(tokenizer, always_a)
+    runs = judge.judge_one_order([(Q, MARKED, PLAIN), (Q, PLAIN, MARKED)])
+    assert gen.batches == [2]  # one rollout per pair, not two
+    assert [(r.order, r.answer) for r in runs] == [("AB", "A"), ("AB", "A")]  # a position bias goes through
+    assert answers_in(tokenizer.decode(runs[1].trajectory.prompt_ids)) == (PLAIN, MARKED)  # the order given
+    judge, gen = scripted_judge(tokenizer, marker_or_garbage)
+    one = JudgePairwise(judge, orders=1)
+    assert one.orders == 1 and one.compare_many([(Q, MARKED, PLAIN), (Q, PLAIN, MARKED)]) == [1.0, None]
+    assert gen.batches == [2]
+    with pytest.raises(ValueError, match="orders must be 1 or 2"):
+        JudgePairwise(judge, orders=3)
+
+
 def test_content_judge_is_consistent_and_flips_with_the_pair(tokenizer):
     judge, _ = scripted_judge(tokenizer, marker)
     forward, backward = judge.compare(Q, MARKED, PLAIN), judge.compare(Q, PLAIN, MARKED)

@@ -220,6 +220,9 @@ def test_bad_policy_arguments_are_clear_errors():
              [("toy-oracle", {}), ("runs/judge", {}), ("runs/judge", {"judge_backend": "vllm"}),
               ("runs/judge", {"judge_server": "http://h:1/v1", "judge_model": "m"})]]
     assert kinds == ["toy-oracle", "openrm", "openrm-vllm", "openrm-server"]  # --judge: one meaning, kind inferred
+    # an openrm judge plays both orders itself only under orders=both; random / given: one rollout per match
+    assert [PolicyArguments(dataset="x", judge="runs/judge", orders=o).judge_spec.orders
+            for o in ("both", "random", "given")] == [2, 1, 1]
     with pytest.raises(ValueError, match="anchor to 0"):
         PolicyArguments(dataset="x", judge="toy-oracle", topology="anchor", topology_options='{"anchor": 2}',
                         greedy_anchor=True)
