@@ -186,10 +186,11 @@ def test_the_paper_configs_carry_the_papers_values():
     assert 8 * t.per_device_train_batch_size * t.gradient_accumulation_steps == 16 * 8 and s.format_pattern
     s, t, m = load("arenarl")
     assert s.greedy_anchor and s.topology_obj.rank_by == "depth" and s.topology_obj.anchor == 0
-    assert (s.shaping, t.temperature) == ("rank_z", 0.8)
+    assert (s.shaping, t.temperature, t.num_generations) == ("rank_z", 0.8, 16)
     s, t, m = load("reasoning_arena")
     assert (s.topology, s.verifier, s.orders, s.shaping) == ("live", "answer_match", "random", "min_max")
     assert (t.learning_rate, t.warmup_steps, t.max_steps, t.num_generations) == (4e-7, 50, 1500, 8)
+    assert (t.loss_type, t.epsilon_high) == ("cispo", 3.0)
     assert 8 * t.per_device_train_batch_size == t.generation_batch_size == 480
     s, t, m = load("round_robin")
     assert s.topology == "round_robin" and m.model_name_or_path == "Qwen/Qwen2.5-7B-Instruct"
