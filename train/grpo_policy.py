@@ -67,6 +67,9 @@ class PolicyArguments:
     group_judge: str = field(default="pairwise", metadata={"help": f"Multi-round group judge: one of {GROUP_KINDS}."})
     group_server: str = field(default="", metadata={"help": "Rubric group judge's chat server URL."})
     group_model: str = field(default="", metadata={"help": "Rubric group judge's model name."})
+    group_temperature: float = field(default=0.0, metadata={"help": "Rubric group judge's sampling temperature."})
+    group_top_p: float | None = field(default=None, metadata={
+        "help": "Rubric group judge's top-p (Tournament-GRPO: 0.95); unset: not sent."})
     topology: str = field(default="round_robin", metadata={"help": f"One of {sorted(TOPOLOGIES)}."})
     # dict | str | None, as TRL's model_init_kwargs: HfArgumentParser then parses the command line as a str (JSON);
     # with `dict | str` it would call dict() on the JSON text and refuse it
@@ -129,6 +132,7 @@ class PolicyArguments:
             retrievers=parse_locations(self.retrievers) if self.retrievers else {}, device=self.judge_device,
             batch_size=self.judge_batch_size, concurrency=self.judge_concurrency, world_seed=self.world_seed,
             group=self.group_judge, group_server=self.group_server, group_model=self.group_model,
+            group_temperature=self.group_temperature, group_top_p=self.group_top_p,
             orders=2 if self.orders == "both" else 1)
         self.topology_obj = make_topology(self.topology, self.topology_options)
         if self.rewards not in REWARDS:

@@ -45,6 +45,8 @@ class MatchJudgeSpec:
     group_server: str = ""
     group_model: str = ""
     orders: int = 2  # an openrm judge: 2 plays both orders of a match itself; 1 one order, as the arena shows it
+    group_temperature: float = 0.0
+    group_top_p: float | None = None  # None: not sent (the server's default)
 
     def __post_init__(self) -> None:
         if self.orders not in (1, 2):
@@ -115,7 +117,8 @@ def build_group(spec: MatchJudgeSpec, pairwise: Any):
     if spec.group == "rubric":
         from openrm.tournament.rubric_judge import RubricGroupJudge
 
-        return RubricGroupJudge(spec.group_server, spec.group_model, max_concurrency=spec.concurrency)
+        return RubricGroupJudge(spec.group_server, spec.group_model, max_concurrency=spec.concurrency,
+                                temperature=spec.group_temperature, top_p=spec.group_top_p)
     from openrm.tournament.judges import PairwiseGroupJudge
 
     return PairwiseGroupJudge(pairwise)

@@ -83,12 +83,15 @@ class RubricGroupJudge:
     `http_retries` extra tries on a transport error or 5xx before the request counts as a failure."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, temperature: float = 0.0,
-                 max_tokens: int = 1024, timeout: float = 300.0, max_concurrency: int = 16, http_retries: int = 1):
+                 max_tokens: int = 1024, timeout: float = 300.0, max_concurrency: int = 16, http_retries: int = 1,
+                 top_p: float | None = None):
         import httpx
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
-        self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
+        if top_p is not None and not 0.0 < top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        self.model, self.temperature, self.max_tokens, self.top_p = model, temperature, max_tokens, top_p
         self.max_concurrency, self.http_retries = max_concurrency, http_retries
 
     def select_winners(self, question: str, rubric: str | None, candidates: Sequence[str], k: int) -> list[int]:
@@ -126,6 +129,8 @@ class RubricGroupJudge:
 
         body = {"model": self.model, "messages": messages, "temperature": self.temperature,
                 "max_tokens": self.max_tokens}
+        if self.top_p is not None:  # sent only when set (Tournament-GRPO's judge: 0.95)
+            body["top_p"] = self.top_p
         for attempt in range(self.http_retries + 1):
             try:
                 resp = self.client.post("/chat/completions", json=body)

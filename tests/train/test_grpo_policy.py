@@ -182,6 +182,7 @@ def test_the_paper_configs_carry_the_papers_values():
     assert (s.topology, s.shaping, s.group_judge, s.judge) == ("multi_round", "min_max", "rubric", "none")
     topo = s.topology_obj
     assert (topo.group_size, topo.k_win, topo.k_final, topo.repeats, topo.fresh_repeats) == (2, 1, 1, 3, True)
+    assert (s.judge_spec.group_temperature, s.judge_spec.group_top_p) == (0.0, 0.95)
     assert (t.num_generations, t.learning_rate, t.temperature, t.top_p) == (8, 1e-6, 1.0, 1.0)
     assert 8 * t.per_device_train_batch_size * t.gradient_accumulation_steps == 16 * 8 and s.format_pattern
     s, t, m = load("arenarl")

@@ -169,6 +169,17 @@ def test_rubric_judge_drives_a_multi_round_tournament(server):
     assert result.scores[1] == result.scores[5] == 2
 
 
+def test_rubric_judge_sends_top_p_only_when_set(server):
+    url, calls = server
+    for top_p, sent in ((None, None), (0.95, 0.95)):
+        calls.clear()
+        with RubricGroupJudge(url, "tiny", top_p=top_p) as judge:
+            judge.select_winners("SCRIPT:valid", None, ("first", "second", "third"), 1)
+        assert calls and all(body.get("top_p") == sent and body["temperature"] == 0.0 for body in calls)
+    with pytest.raises(ValueError, match="top_p"):
+        RubricGroupJudge(url, "tiny", top_p=0.0)
+
+
 def test_a_garbage_group_judge_ends_the_tournament_with_equal_rewards(server):
     url, _ = server
     with RubricGroupJudge(url, "tiny") as judge:

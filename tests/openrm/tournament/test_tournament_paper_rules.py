@@ -103,19 +103,22 @@ CASES = [
          [-R2 / 3, 2 * R2 / 3, -R2, 2 * R2 / 3]),
     # seeds 3|2 (1.0, shuffled), anchor (1/3), 0; 3 and 2 win their first match, 3 the final. Net wins
     # [-1, 2, -1, 0], depth [0, 2, 0, 1]; mean shares [mean(1/3, 0), 1, 0, mean(1, 1, 0)] = [1/6, 1, 0, 2/3]
-    Case(SeededSingleElimination(rank_by="net_wins"), K4, [2, 0, 3, 1], [-1 + C / 6, 2 + C, -1, 2 * C / 3], [1 / 4, 1, 0, 2 / 3], Z4),
+    Case(SeededSingleElimination(rank_by="net_wins"), K4, [2, 0, 3, 1], [-1 + C / 6, 2 + C, -1, 2 * C / 3],
+         [1 / 4, 1, 0, 2 / 3], Z4),
     Case(SeededSingleElimination(), K4, [2, 0, 3, 1], [C / 6, 2 + C, 0, 1 + 2 * C / 3],
          [1 / 4, 1, 0, 2 / 3], Z4),
     # K=5, 8 slots: seeds 4 and 3 (1.0), the anchor 2 (1/2) get byes; 1 beats 0; 4 beats 1, 3 beats the anchor;
     # 4 beats 3. Net (a bye earns max(0, 2 x seeding - 1)) [-1, 3, -1, 1, 0]; depth [1, 3, 0, 2, 1] (the bye
     # holder out in round 1 is level with 1, who won round 0); mean shares [1/4, 1, 0, 2/3, 1/3]
-    Case(SeededSingleElimination(rank_by="net_wins"), K5, [3, 0, 4, 1, 2], [-1 + C / 4, 3 + C, -1, 1 + 2 * C / 3, C / 3],
+    Case(SeededSingleElimination(rank_by="net_wins"), K5, [3, 0, 4, 1, 2],
+         [-1 + C / 4, 3 + C, -1, 1 + 2 * C / 3, C / 3],
          [2 / 5, 1, 0, 2 / 3, 1 / 3], Z5),
     Case(SeededSingleElimination(), K5, [3, 0, 4, 1, 2], [1 + C / 4, 3 + C, 0, 2 + 2 * C / 3, 1 + C / 3],
          [2 / 5, 1, 0, 2 / 3, 1 / 3], Z5),
     # every draw: 0 goes out in round 1 (two losses), 1 in round 2, 2 loses the grand final to 3. Net
     # [-1, 3, -2, 0], depth [2, 4, 1, 3]; mean shares [1/3, 1, 0, 1/2]
-    Case(DoubleElimination(rank_by="net_wins"), K4, [2, 0, 3, 1], [-1 + C / 3, 3 + C, -2, C / 2], [1 / 3, 1, 0, 1 / 2], Z4),
+    Case(DoubleElimination(rank_by="net_wins"), K4, [2, 0, 3, 1], [-1 + C / 3, 3 + C, -2, C / 2],
+         [1 / 3, 1, 0, 1 / 2], Z4),
     Case(DoubleElimination(), K4, [2, 0, 3, 1], [2 + C / 3, 4 + C, 1, 3 + C / 2], [1 / 3, 1, 0, 1 / 2],
          Z4),
     # two rounds; points [1, 2, 0, 1] whatever the draw. 3 meets 2 or 1 first: every Buchholz is 1, so 1 and 2
