@@ -106,6 +106,12 @@ class PolicyArguments:
     rubric_scorer_server: str = field(default="", metadata={"help": "OpenAI-compatible URL of the rating model."})
     rubric_scorer_model: str = field(default="", metadata={"help": "Model name the scorer server serves."})
     rubric_scorer_concurrency: int = field(default=32, metadata={"help": "Rating requests in flight."})
+    rubric_scorer_temperature: float = field(default=0.0, metadata={"help": "Rating model's temperature."})
+    rubric_scorer_top_p: float | None = field(default=None, metadata={
+        "help": "Rating model's top-p (Tournament-GRPO's judge: 0.95); unset: not sent."})
+    rubric_scoring: str = field(default="explicit", metadata={
+        "help": "Rubric reward: explicit (every item rated alone, weighted: Eq. 2) or implicit (one rating against "
+                "the whole rubric, Tournament-GRPO's implicit baseline)."})
 
     def __post_init__(self):
         if self.topology_options is None:
@@ -122,26 +128,31 @@ class PolicyArguments:
         if self.shaping not in SHAPINGS or self.verifier not in VERIFIERS or self.max_examples < 0:
             raise ValueError(f"shaping must be one of {sorted(SHAPINGS)}, verifier one of {VERIFIERS}, "
                              f"max_examples >= 0")
-        if not self.judge:
-            raise ValueError("--judge is required: an exported judge folder, an installed match judge kind "
-                             f"{plugins.names(plugins.MATCH_JUDGES)}, or none")
-        kind = judge_kind(self.judge, self.judge_server, self.judge_backend)
-        self.judge_spec = MatchJudgeSpec(
-            kind=kind, path=self.judge if kind.startswith("openrm") else "", server=self.judge_server,
-            model=self.judge_model,
-            retrievers=parse_locations(self.retrievers) if self.retrievers else {}, device=self.judge_device,
-            batch_size=self.judge_batch_size, concurrency=self.judge_concurrency, world_seed=self.world_seed,
-            group=self.group_judge, group_server=self.group_server, group_model=self.group_model,
-            group_temperature=self.group_temperature, group_top_p=self.group_top_p,
-            orders=2 if self.orders == "both" else 1)
-        self.topology_obj = make_topology(self.topology, self.topology_options)
         if self.rewards not in REWARDS:
             raise ValueError(f"rewards must be one of {REWARDS}, got {self.rewards!r}")
+        self.judge_spec = None  # rubric rewards alone play no tournament: no match judge
+        if "tournament" in self.rewards:
+            if not self.judge:
+                raise ValueError("--judge is required: an exported judge folder, an installed match judge kind "
+                                 f"{plugins.names(plugins.MATCH_JUDGES)}, or none")
+            kind = judge_kind(self.judge, self.judge_server, self.judge_backend)
+            self.judge_spec = MatchJudgeSpec(
+                kind=kind, path=self.judge if kind.startswith("openrm") else "", server=self.judge_server,
+                model=self.judge_model,
+                retrievers=parse_locations(self.retrievers) if self.retrievers else {}, device=self.judge_device,
+                batch_size=self.judge_batch_size, concurrency=self.judge_concurrency, world_seed=self.world_seed,
+                group=self.group_judge, group_server=self.group_server, group_model=self.group_model,
+                group_temperature=self.group_temperature, group_top_p=self.group_top_p,
+                orders=2 if self.orders == "both" else 1)
+        self.topology_obj = make_topology(self.topology, self.topology_options)
+        if self.rubric_scoring not in ("explicit", "implicit"):
+            raise ValueError(f"rubric_scoring must be explicit or implicit, got {self.rubric_scoring!r}")
         self.scorer_spec = None
         if "rubric" in self.rewards:
             self.scorer_spec = ScorerSpec(kind=self.rubric_scorer, server=self.rubric_scorer_server,
                                           model=self.rubric_scorer_model, concurrency=self.rubric_scorer_concurrency,
-                                          world_seed=self.world_seed)
+                                          temperature=self.rubric_scorer_temperature,
+                                          top_p=self.rubric_scorer_top_p, world_seed=self.world_seed)
         if self.greedy_anchor and getattr(self.topology_obj, "anchor", 0) != 0:
             raise ValueError("the greedy anchor is each group's first completion: set the topology's anchor to 0")
 
@@ -233,7 +244,8 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     if script_args.scorer_spec is not None:
         rank = PartialState().process_index
         cache = Path(training_args.output_dir) / f"rubric_ratings.rank{rank}.jsonl"
-        reward_funcs.append(RubricScoreReward(build_scorer(script_args.scorer_spec, cache=cache)))
+        reward_funcs.append(RubricScoreReward(build_scorer(script_args.scorer_spec, cache=cache),
+                                              scoring=script_args.rubric_scoring))
     if script_args.format_pattern:
         reward_funcs.append(FormatReward(script_args.format_pattern))
     rollout_func = make_greedy_anchor_rollout(training_args.num_generations) if script_args.greedy_anchor else None

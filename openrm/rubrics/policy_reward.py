@@ -22,7 +22,8 @@ from typing import Any
 from openrm.reward import completion_text
 from openrm.rubrics.prompts import GENERAL_RUBRIC
 from openrm.rubrics.record import Rubric, RubricError, parse_rubric, strip_thinking
-from openrm.rubrics.scorer import Scorer, score_reports
+from openrm.rubrics.scorer import ReportAsk, Scorer, score_reports
+from openrm.rubrics.scoring import normalise_rating
 
 logger = logging.getLogger(__name__)
 
@@ -93,14 +94,23 @@ def check_rubric_column(texts: Sequence[Any], what: str = "dataset") -> None:
             raise ValueError(f"{what}: row {i}'s rubric column does not parse: {exc}") from exc
 
 
+SCORING = ("explicit", "implicit")
+
+
 class RubricScoreReward:
-    """TRL reward: each completion's Eq. 2 score under its prompt's rubric (at most 1; below 0 only through penalty
-    items). The query is the row's `query_field` column (else the prompt's last user turn); a `rubric` column, when
-    present and parseable, is used instead of the book's."""
+    """TRL reward: each completion's score under its prompt's rubric. `scoring="explicit"`: Eq. 2, every item rated
+    on its own and weighted (at most 1; below 0 only through penalty items; Tournament-GRPO's explicit baseline,
+    its Eq. 13); `"implicit"`: one rating of the completion against the whole rubric, mapped onto [0, 1] (its
+    implicit baseline, Eq. 11, on our 1-10 scale: 1 -> 0, 10 -> 1). The query is the row's `query_field` column
+    (else the prompt's last user turn); a `rubric` column, when present and parseable, is used instead of the
+    book's."""
 
     def __init__(self, scorer: Scorer, book: RubricBook | None = None, query_field: str = "question",
-                 name: str = "rubric_score"):
+                 name: str = "rubric_score", scoring: str = "explicit"):
+        if scoring not in SCORING:
+            raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
         self.scorer, self.book, self.query_field, self.__name__ = scorer, book, query_field, name
+        self.scoring = scoring
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         from openrm.tournament.trl_reward import question_of
@@ -119,13 +129,20 @@ class RubricScoreReward:
                 raise ValueError("rows without a parseable rubric column need a RubricBook")
             for i, rubric in zip(need, self.book.rubrics([queries[i] for i in need]), strict=True):
                 rubrics[i] = rubric
-        scores = score_reports(self.scorer, [(q, r, completion_text(c))
-                                             for q, r, c in zip(queries, rubrics, completions, strict=True)])
-        failed = sum(s.score is None for s in scores)
+        texts = [completion_text(c) for c in completions]
+        if self.scoring == "implicit":
+            ratings = self.scorer.rate_reports([ReportAsk(q, t, r) for q, t, r in zip(queries, texts, rubrics,
+                                                                                        strict=True)])
+            if len(ratings) != len(texts):
+                raise RuntimeError(f"the scorer returned {len(ratings)} ratings for {len(texts)} completions")
+            values = [normalise_rating(r.value) if r.ok and isinstance(r.value, int) else None for r in ratings]
+        else:
+            values = [s.score for s in score_reports(self.scorer, list(zip(queries, rubrics, texts, strict=True)))]
+        failed = sum(v is None for v in values)
         if failed:
-            logger.warning("rubric reward: %d of %d completions could not be scored (reward 0)", failed, len(scores))
+            logger.warning("rubric reward: %d of %d completions could not be scored (reward 0)", failed, len(values))
         log_metric = kwargs.get("log_metric")
         if log_metric is not None:
             log_metric("rubric_policy/failed", float(failed))
             log_metric("rubric_policy/fallback_rubrics", float(self.book.fallbacks if self.book else 0))
-        return [0.0 if s.score is None else s.score for s in scores]
+        return [0.0 if v is None else v for v in values]

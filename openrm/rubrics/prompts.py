@@ -94,8 +94,13 @@ def judge_rubric_messages(query: str, rubric: Rubric) -> list[dict[str, str]]:
                  "Rate the quality of this rubric for this request.")
 
 
-def rate_report_messages(query: str, report: str) -> list[dict[str, str]]:
-    return _chat(RATE_REPORT_SYSTEM, block("REQUEST", query), block("REPORT", report), "Rate the report.")
+def rate_report_messages(query: str, report: str, rubric: Rubric | None = None) -> list[dict[str, str]]:
+    """One holistic rating of a report; with `rubric`, against all of its items at once (Tournament-GRPO's
+    implicit scoring) rather than item by item."""
+    if rubric is None:
+        return _chat(RATE_REPORT_SYSTEM, block("REQUEST", query), block("REPORT", report), "Rate the report.")
+    return _chat(RATE_REPORT_SYSTEM, block("REQUEST", query), block("RUBRIC", rubric.render()),
+                 block("REPORT", report), "Rate the report against the whole rubric: one rating for all items.")
 
 
 def compare_messages(query: str, report_a: str, report_b: str) -> list[dict[str, str]]:

@@ -51,6 +51,7 @@ class RubricAsk(NamedTuple):
 class ReportAsk(NamedTuple):
     query: str
     report: str
+    rubric: Rubric | None = None  # shown whole: one holistic rating against every item (implicit scoring)
 
 
 class PairAsk(NamedTuple):
@@ -120,7 +121,8 @@ class ChatScorer:
         return self._run([(prompts.judge_rubric_messages(a.query, a.rubric), prompts.read_rating) for a in asks])
 
     def rate_reports(self, asks: Sequence[ReportAsk]) -> list[Rating]:
-        return self._run([(prompts.rate_report_messages(a.query, a.report), prompts.read_rating) for a in asks])
+        return self._run([(prompts.rate_report_messages(a.query, a.report, a.rubric), prompts.read_rating)
+                          for a in asks])
 
     def compare(self, asks: Sequence[PairAsk]) -> list[Rating]:
         return self._run([(prompts.compare_messages(a.query, a.report_a, a.report_b), prompts.read_choice)

@@ -185,6 +185,12 @@ def test_the_paper_configs_carry_the_papers_values():
     assert (s.judge_spec.group_temperature, s.judge_spec.group_top_p) == (0.0, 0.95)
     assert (t.num_generations, t.learning_rate, t.temperature, t.top_p) == (8, 1e-6, 1.0, 1.0)
     assert 8 * t.per_device_train_batch_size * t.gradient_accumulation_steps == 16 * 8 and s.format_pattern
+    for name, scoring, weights in (("tournament_grpo_explicit", "explicit", [0.5, 0.5]),
+                                   ("tournament_grpo_implicit", "implicit", [1.0, 1.0])):
+        s, t, m = load(name)  # Tournament-GRPO's absolute-scoring baselines: rubric reward, then format reward
+        assert (s.rewards, s.rubric_scoring, t.reward_weights, s.format_pattern != "") == ("rubric", scoring,
+                                                                                           weights, True)
+        assert (s.scorer_spec.temperature, s.scorer_spec.top_p, t.num_generations) == (0.0, 0.95, 8)
     s, t, m = load("arenarl")
     assert s.greedy_anchor and s.topology_obj.rank_by == "depth" and s.topology_obj.anchor == 0
     assert (s.shaping, t.temperature, t.num_generations) == ("rank_z", 0.8, 16)

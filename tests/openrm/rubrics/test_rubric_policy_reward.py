@@ -58,3 +58,33 @@ def test_rubric_column_reaches_the_group_judge_prompt(tmp_path):
     assert parse_rubric(rows[0]["rubric"]).items[0].title == "Covers Velaen"  # JSON: what the scorer reads
     messages = judge_messages(GroupRequest(rows[0]["question"], rows[0]["rubric"], ("a", "b", "c"), 1))
     assert "## Rubric\n1. [weight 0.75] Covers Velaen: About Velaen." in messages[-1]["content"]  # shown rendered
+
+
+def test_implicit_scoring_rates_once_against_the_whole_rubric(tmp_path):
+    import pytest
+
+    from openrm.rubrics.prompts import rate_report_messages
+    from openrm.rubrics.scorer import Rating
+
+    class Recording:
+        def __init__(self):
+            self.asks = []
+
+        def rate_reports(self, asks):
+            self.asks += list(asks)
+            return [Rating(10 if "Velaen" in a.report else 1) if "fail" not in a.report else Rating(None, "no JSON")
+                    for a in asks]
+
+        def rate_items(self, asks):
+            raise AssertionError("implicit scoring asks one rating per completion, not one per item")
+
+    scorer = Recording()
+    reward = RubricScoreReward(scorer, RubricBook(CountingGenerator(), tmp_path / "r.jsonl"), scoring="implicit")
+    out = reward(["p"] * 3, ["Velaen was a physician.", "Someone else.", "fail"], question=["Write about Velaen."] * 3)
+    assert out == [1.0, 0.0, 0.0] and len(scorer.asks) == 3  # 10 -> 1, 1 -> 0, a failed rating -> 0
+    assert all(a.rubric is not None and a.rubric.items[0].title == "Covers Velaen" for a in scorer.asks)
+    user = rate_report_messages("q", "r", scorer.asks[0].rubric)[-1]["content"]
+    assert "Covers Velaen" in user and "whole rubric" in user
+    assert "RUBRIC" not in rate_report_messages("q", "r")[-1]["content"]  # the pointwise baseline: no rubric
+    with pytest.raises(ValueError, match="scoring must be one of"):
+        RubricScoreReward(scorer, scoring="holistic")
