@@ -147,8 +147,12 @@ def judge_examples(judge: Any, examples: Sequence[dict[str, Any]], store: Verdic
     def run(chunk: list[dict[str, Any]]) -> int:
         start = time.perf_counter()
         info = evidence([e["question"] for e in chunk]) if evidence is not None else None
-        verdicts = judge.compare_batch([(e["question"], e["answer_a"], e["answer_b"]) for e in chunk],
-                                       evidence=info)
+        pairs = [(e["question"], e["answer_a"], e["answer_b"]) for e in chunk]
+        references = [e.get("reference") if isinstance(e.get("reference"), str) else None for e in chunk]
+        if any(references):  # an example's reference answer: shown by a judge run with show_reference
+            verdicts = judge.compare_batch(pairs, evidence=info, references=references)
+        else:
+            verdicts = judge.compare_batch(pairs, evidence=info)
         per = (time.perf_counter() - start) / len(chunk)
         store.add([record_of(e, v, mode, per, info[i] if info else None)
                    for i, (e, v) in enumerate(zip(chunk, verdicts, strict=True))])

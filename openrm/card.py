@@ -47,6 +47,8 @@ class RunSettings:
     # "fail" (judged as a failure, not sent); see openrm.context
     context_policy: str = "truncate"
     max_context_tokens: int | None = None  # None: the model config's max_position_embeddings
+    allow_tie: bool = False  # offer and read a tie verdict, <answer>tie</answer> (Reasoning Arena); off: A or B only
+    show_reference: bool = False  # show a pair's reference answer, when it has one, in the prompt
 
     def __post_init__(self):
         if self.topk < 1:

@@ -29,7 +29,7 @@ from openrm.tools import ToolBox
 
 logger = logging.getLogger(__name__)
 
-Label = Literal["A", "B"]
+Label = Literal["A", "B", "tie"]  # "tie" only from a judge run with allow_tie
 Winner = Literal["A", "B", "tie"]
 Order = Literal["AB", "BA"]
 _SWAP = {"A": "B", "B": "A"}
@@ -51,8 +51,8 @@ class JudgeRun:
 
     @property
     def vote_a(self) -> float:
-        """This order's vote for the real A: 1, 0, or 0.5 when it gave no answer."""
-        return 0.5 if self.answer is None else float(self.answer == "A")
+        """This order's vote for the real A: 1, 0, or 0.5 for a tie or no answer."""
+        return 0.5 if self.answer in (None, protocol.TIE) else float(self.answer == "A")
 
 
 @dataclass
@@ -81,12 +81,14 @@ class Verdict:
                             "text": r.text} for r in self.orders]}
 
 
-def make_run(order: Order, trajectory: Trajectory, tokenizer: Any, tool_names: Sequence[str]) -> JudgeRun:
-    """Parse one finished trajectory and map its answer back to the original labels."""
+def make_run(order: Order, trajectory: Trajectory, tokenizer: Any, tool_names: Sequence[str],
+             allow_tie: bool = False) -> JudgeRun:
+    """Parse one finished trajectory and map its answer back to the original labels (a tie stays a tie)."""
     text = trajectory.text(tokenizer)
-    parsed = parse_response(text, tool_names)
-    position = parsed.answer if parsed.answer in protocol.VERDICTS else None
-    answer = None if position is None else position if order == "AB" else _SWAP[position]
+    parsed = parse_response(text, tool_names, allow_tie)
+    verdicts = (*protocol.VERDICTS, protocol.TIE) if allow_tie else protocol.VERDICTS
+    position = parsed.answer if parsed.answer in verdicts else None
+    answer = None if position is None else position if order == "AB" or position == protocol.TIE else _SWAP[position]
     return JudgeRun(order, text, answer, position, parsed.well_formed, parsed.errors, parsed.searches,
                     trajectory.finish_reason, trajectory)
 
@@ -111,7 +113,8 @@ class Judge:
     def __init__(self, generator: Generator, tokenizer: Any, toolbox: ToolBox | None = None,
                  rollout_cfg: RolloutConfig | None = None, tools: Sequence[protocol.ToolSpec] | None = None,
                  max_tool_calls: int | None = None, batch_size: int = 64, prompt_style: str = "full",
-                 max_context_tokens: int | None = None, context_policy: str = "truncate"):
+                 max_context_tokens: int | None = None, context_policy: str = "truncate", allow_tie: bool = False,
+                 show_reference: bool = False):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if context_policy not in POLICIES:
@@ -129,6 +132,7 @@ class Judge:
         self.generator, self.tokenizer, self.toolbox = generator, tokenizer, toolbox
         self.rollout_cfg, self.tools, self.batch_size = cfg, tuple(tools), batch_size
         self.prompt_style, self.context_policy = prompt_style, context_policy
+        self.allow_tie, self.show_reference = allow_tie, show_reference
         self.prompt_limit = None
         if max_context_tokens is not None:
             self.prompt_limit = max_context_tokens - cfg.max_completion_tokens
@@ -140,22 +144,27 @@ class Judge:
     def tool_names(self) -> tuple[str, ...]:
         return protocol.tool_names(self.tools)
 
-    def prompt_ids(self, question: str, answer_a: str, answer_b: str, evidence: str | None = None) -> list[int]:
-        """Token ids of the chat prompt for one order (generation prompt appended)."""
+    def prompt_ids(self, question: str, answer_a: str, answer_b: str, evidence: str | None = None,
+                   reference: str | None = None) -> list[int]:
+        """Token ids of the chat prompt for one order (generation prompt appended). `reference` is shown only when
+        the judge runs with `show_reference`."""
         example = {"question": question, "answer_a": answer_a, "answer_b": answer_b}
         messages = protocol.judge_messages(example, self.tools, self.rollout_cfg.max_tool_calls, evidence,
-                                           self.prompt_style)
+                                           self.prompt_style, reference if self.show_reference else None,
+                                           self.allow_tie)
         return prompt_token_ids(self.tokenizer, messages)
 
     def compare(self, question: str, answer_a: str, answer_b: str) -> Verdict:
         return self.compare_batch([(question, answer_a, answer_b)])[0]
 
     def compare_batch(self, pairs: Sequence[tuple[str, str, str]], progress: bool = False,
-                      evidence: Sequence[str | None] | None = None) -> list[Verdict]:
+                      evidence: Sequence[str | None] | None = None,
+                      references: Sequence[str | None] | None = None) -> list[Verdict]:
         """One `Verdict` per `(question, answer_a, answer_b)`, in order; all 2N rollouts go out as one batch
         (in chunks of `batch_size`). `evidence[i]`, an `<information>` block, goes into pair i's prompt (both
-        orders) for judging with passages retrieved beforehand."""
-        judged = self._judge(pairs, ("AB", "BA"), progress, evidence)
+        orders) for judging with passages retrieved beforehand; `references[i]`, a reference answer, too when the
+        judge runs with `show_reference`."""
+        judged = self._judge(pairs, ("AB", "BA"), progress, evidence, references)
         verdicts = [Verdict.from_runs(*runs, context=fit) for fit, runs in judged]
         if verdicts:
             unparsed = sum(r.answer is None for v in verdicts for r in v.orders)
@@ -164,15 +173,17 @@ class Judge:
         return verdicts
 
     def judge_one_order(self, pairs: Sequence[tuple[str, str, str]], progress: bool = False,
-                        evidence: Sequence[str | None] | None = None) -> list[JudgeRun]:
+                        evidence: Sequence[str | None] | None = None,
+                        references: Sequence[str | None] | None = None) -> list[JudgeRun]:
         """Each `(question, answer_a, answer_b)` judged once, in the order given (one rollout per pair, half the
         cost of `compare_batch`): the single-judgment protocol papers budget for, where the caller draws or
         alternates the order (a tournament's `orders: random`). No debiasing: a position preference goes into
         the verdict."""
-        return [runs[0] for _, runs in self._judge(pairs, ("AB",), progress, evidence)]
+        return [runs[0] for _, runs in self._judge(pairs, ("AB",), progress, evidence, references)]
 
     def _judge(self, pairs: Sequence[tuple[str, str, str]], orders: tuple[Order, ...], progress: bool,
-               evidence: Sequence[str | None] | None) -> list[tuple[ContextFit, tuple[JudgeRun, ...]]]:
+               evidence: Sequence[str | None] | None,
+               references: Sequence[str | None] | None = None) -> list[tuple[ContextFit, tuple[JudgeRun, ...]]]:
         """Every pair's context fit and one run per order in `orders` ("AB": as given, "BA": swapped)."""
         pairs = [tuple(p) for p in pairs]
         for i, pair in enumerate(pairs):
@@ -181,13 +192,18 @@ class Judge:
         evidence = [None] * len(pairs) if evidence is None else list(evidence)
         if len(evidence) != len(pairs):
             raise ValueError(f"{len(evidence)} evidence blocks for {len(pairs)} pairs")
-        fits = [fit_pair(self.tokenizer, lambda q, x, y, info=info: self.prompt_ids(q, x, y, info), *pair,
-                         self.prompt_limit, self.context_policy) for pair, info in zip(pairs, evidence, strict=True)]
+        references = [None] * len(pairs) if references is None else list(references)
+        if len(references) != len(pairs):
+            raise ValueError(f"{len(references)} references for {len(pairs)} pairs")
+        fits = [fit_pair(self.tokenizer, lambda q, x, y, info=info, ref=ref: self.prompt_ids(q, x, y, info, ref),
+                         *pair, self.prompt_limit, self.context_policy)
+                for pair, info, ref in zip(pairs, evidence, references, strict=True)]
         prompts = []
-        for fit, info in zip(fits, evidence, strict=True):
+        for fit, info, ref in zip(fits, evidence, references, strict=True):
             if fit.status != "failed":
-                prompts += [self.prompt_ids(fit.question, fit.answer_a, fit.answer_b, info) if order == "AB"
-                            else self.prompt_ids(fit.question, fit.answer_b, fit.answer_a, info) for order in orders]
+                prompts += [self.prompt_ids(fit.question, fit.answer_a, fit.answer_b, info, ref) if order == "AB"
+                            else self.prompt_ids(fit.question, fit.answer_b, fit.answer_a, info, ref)
+                            for order in orders]
         flagged = [f for f in fits if f.status != "fit"]
         if flagged:
             logger.warning("%d of %d pairs exceed the prompt limit of %s tokens: %d cut to fit, %d judged as failures "
@@ -208,7 +224,8 @@ class Judge:
             if fit.status == "failed":
                 runs = tuple(unjudged_run(order, fit) for order in orders)
             else:
-                runs = tuple(make_run(order, next(sent), self.tokenizer, self.tool_names) for order in orders)
+                runs = tuple(make_run(order, next(sent), self.tokenizer, self.tool_names, self.allow_tie)
+                             for order in orders)
             judged.append((fit, runs))
         return judged
 
@@ -293,7 +310,8 @@ class Judge:
         elif specs:
             logger.info("no retrievers given: judging without tools (the no-tool prompt)")
         return cls(generator, tokenizer, toolbox, card.rollout_config(), batch_size=batch_size,
-                   prompt_style=card.prompt_style, max_context_tokens=context, context_policy=card.context_policy)
+                   prompt_style=card.prompt_style, max_context_tokens=context, context_policy=card.context_policy,
+                   allow_tie=card.allow_tie, show_reference=card.show_reference)
 
 
 # transformers' stand-in for "no limit" in model_max_length is 1e30; no real model has a context near this

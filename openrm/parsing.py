@@ -13,7 +13,7 @@ Well-formedness rules (a response is well formed iff it breaks none; each broken
    an `<information>` block only ever follows a `<search>`.
 5. Exactly one `<answer>`; it is the last block, nothing but whitespace follows it, and the block
    before it is a `<think>` (the decision is reasoned, not blurted).
-6. The answer's content, stripped, is exactly `A` or `B`.
+6. The answer's content, stripped, is exactly `A` or `B` (or `tie`, when the caller allows ties).
 
 Reading rules (these decide what the response *does*, well formed or not):
 
@@ -41,6 +41,7 @@ from openrm.protocol import (
     SEARCH,
     TAG_PATTERN,
     THINK,
+    TIE,
     VERDICTS,
     ToolCall,
     parse_call,
@@ -141,8 +142,9 @@ def _check_order(blocks: list[Block], errors: list[str]) -> None:
             errors.append("<answer> is not preceded by a <think> block")
 
 
-def parse_response(text: object, tools: Iterable[str] = _DEFAULT_TOOL_NAMES) -> ParsedResponse:
-    """Parse a judge completion. Never raises: any input yields a `ParsedResponse`."""
+def parse_response(text: object, tools: Iterable[str] = _DEFAULT_TOOL_NAMES, allow_tie: bool = False) -> ParsedResponse:
+    """Parse a judge completion. Never raises: any input yields a `ParsedResponse`. `allow_tie`: `tie` is a verdict
+    too (only for a judge whose prompt offered it)."""
     if not isinstance(text, str):
         return ParsedResponse(errors=[f"completion is {type(text).__name__}, not str"])
     names = tuple(tools)
@@ -160,8 +162,9 @@ def parse_response(text: object, tools: Iterable[str] = _DEFAULT_TOOL_NAMES) -> 
     answer_blocks = [b for b in blocks if b.kind == ANSWER]
     if len(answer_blocks) == 1 and answer_blocks[0].closed:
         content = answer_blocks[0].content.strip()
-        if content in VERDICTS:
+        if content in VERDICTS or (allow_tie and content == TIE):
             answer = content
         else:
-            errors.append(f"answer content must be exactly A or B, got {content[:20]!r}")
+            errors.append(f"answer content must be exactly A or B{' or tie' if allow_tie else ''}, "
+                          f"got {content[:20]!r}")
     return ParsedResponse(searches, answer, not errors, errors, blocks)

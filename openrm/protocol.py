@@ -18,6 +18,7 @@ ANSWER = "answer"
 TAGS = (THINK, SEARCH, INFORMATION, ANSWER)
 
 VERDICTS = ("A", "B")
+TIE = "tie"  # a verdict only a judge run with allow_tie may give (Reasoning Arena's tie outcome); off by default
 
 # The domains of our own judge examples and the tool whose corpus holds their facts: the gold tool of R_tool, the
 # same for toy and synthesized data.
@@ -233,18 +234,25 @@ def _check_style(style: str) -> None:
         raise ValueError(f"unknown prompt style {style!r}; choose from {PROMPT_STYLES}")
 
 
+TIE_NOTE = "If neither answer is better than the other, answer <answer>tie</answer> instead."
+TIE_NOTE_COMPACT = " Or <answer>tie</answer> if neither is better."
+
+
 def system_prompt(tools: Sequence[ToolSpec] = DEFAULT_TOOLS, max_tool_calls: int = MAX_TOOL_CALLS,
-                  style: str = "full") -> str:
-    """The judge's system prompt; with no tools it is the direct-judgement baseline."""
+                  style: str = "full", allow_tie: bool = False) -> str:
+    """The judge's system prompt; with no tools it is the direct-judgement baseline. `allow_tie` adds the tie
+    verdict (off by default: the OpenRM protocol has A or B only)."""
     _check_style(style)
     if style == "compact":
         if not tools:
-            return SYSTEM_PROMPT_COMPACT_NO_TOOLS
-        calls = " or ".join(f'<search>{format_call(t.name, t.corpus)}</search>' for t in tools)
-        return SYSTEM_PROMPT_COMPACT_TOOLS.format(calls=calls)
-    if not tools:
-        return SYSTEM_PROMPT_NO_TOOLS
-    return SYSTEM_PROMPT_TOOLS.format(tools=_tool_lines(tools), max_calls=max_tool_calls)
+            text = SYSTEM_PROMPT_COMPACT_NO_TOOLS
+        else:
+            calls = " or ".join(f'<search>{format_call(t.name, t.corpus)}</search>' for t in tools)
+            text = SYSTEM_PROMPT_COMPACT_TOOLS.format(calls=calls)
+        return text + (TIE_NOTE_COMPACT if allow_tie else "")
+    text = SYSTEM_PROMPT_NO_TOOLS if not tools else SYSTEM_PROMPT_TOOLS.format(tools=_tool_lines(tools),
+                                                                               max_calls=max_tool_calls)
+    return text + ("\n" + TIE_NOTE if allow_tie else "")
 
 
 EVIDENCE_TEMPLATE = """\
@@ -253,18 +261,30 @@ Passages retrieved for this question (use them to check the answers' facts; they
 """
 
 
-def user_prompt(question: str, answer_a: str, answer_b: str, evidence: str | None = None, style: str = "full") -> str:
+REFERENCE_TEMPLATE = """\
+A reference answer to the question (trust it over either answer):
+[Reference]
+{reference}
+[End of Reference]
+"""
+
+
+def user_prompt(question: str, answer_a: str, answer_b: str, evidence: str | None = None, style: str = "full",
+                reference: str | None = None) -> str:
     """The comparison request. Candidate text is untrusted and has its tags neutralised. `evidence` is an
-    `<information>` block from `render_information` (the retrieve-then-judge baseline), placed before the question."""
+    `<information>` block from `render_information` (the retrieve-then-judge baseline), placed before the question;
+    `reference`, a reference answer (Reasoning Arena shows its judge the ground truth), is placed before that."""
     _check_style(style)
     text = (USER_TEMPLATE_COMPACT if style == "compact" else USER_TEMPLATE).format(
         question=neutralize_tags(question.strip()),
         answer_a=neutralize_tags(answer_a.strip()),
         answer_b=neutralize_tags(answer_b.strip()),
     )
-    if evidence is None:
-        return text
-    return EVIDENCE_TEMPLATE.format(evidence=evidence.strip()) + "\n" + text
+    if evidence is not None:
+        text = EVIDENCE_TEMPLATE.format(evidence=evidence.strip()) + "\n" + text
+    if reference is not None:
+        text = REFERENCE_TEMPLATE.format(reference=neutralize_tags(reference.strip())) + "\n" + text
+    return text
 
 
 def judge_messages(
@@ -273,13 +293,17 @@ def judge_messages(
     max_tool_calls: int = MAX_TOOL_CALLS,
     evidence: str | None = None,
     style: str = "full",
+    reference: str | None = None,
+    allow_tie: bool = False,
 ) -> list[dict[str, str]]:
     """Chat messages for one judge example (the DESIGN.md record); pass `tools=()` for no tools and `evidence` (an
-    `<information>` block) to judge with passages retrieved beforehand. `style`: one of `PROMPT_STYLES`."""
+    `<information>` block) to judge with passages retrieved beforehand. `style`: one of `PROMPT_STYLES`.
+    `reference`: a reference answer shown to the judge; `allow_tie`: the tie verdict offered (both off by
+    default, as in the OpenRM protocol)."""
     question, answer_a, answer_b = str(example["question"]), str(example["answer_a"]), str(example["answer_b"])
     return [
-        {"role": "system", "content": system_prompt(tools, max_tool_calls, style)},
-        {"role": "user", "content": user_prompt(question, answer_a, answer_b, evidence, style)},
+        {"role": "system", "content": system_prompt(tools, max_tool_calls, style, allow_tie)},
+        {"role": "user", "content": user_prompt(question, answer_a, answer_b, evidence, style, reference)},
     ]
 
 

@@ -78,7 +78,7 @@ class JudgePairwise:
     failure, anything else is the verdict's `p_a` (0.5 when the orders contradict each other: a tie).
     `orders=1`: one rollout per item, in the order shown (`judge_one_order`), as Reasoning Arena budgets; the
     arena then draws the order (`orders: random`) or plays both as two items (`orders: both`). No answer is a
-    failure, else 1 or 0."""
+    failure, else 1 or 0 (0.5 for a tie verdict, from a judge run with `allow_tie`)."""
 
     def __init__(self, judge: Any, progress: bool = False, orders: int = 2):
         if orders not in (1, 2):
@@ -92,7 +92,7 @@ class JudgePairwise:
             runs = self.judge.judge_one_order(list(items), progress=self.progress)
             if len(runs) != len(items):
                 raise RuntimeError(f"judge returned {len(runs)} runs for {len(items)} items")
-            out = [None if r.answer is None else float(r.answer == "A") for r in runs]
+            out = [None if r.answer is None else r.vote_a for r in runs]  # a tie verdict (allow_tie): 0.5
             failures = sum(p is None for p in out)
             if failures:
                 logger.warning("pairwise judge: %d of %d items without a verdict (scored 0.5)", failures, len(out))

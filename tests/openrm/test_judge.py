@@ -253,3 +253,26 @@ def test_judge_card_settings_and_overrides(tiny_dir, tmp_path, retrievers):
         Judge.from_pretrained(folder, max_tokens=3)
     with pytest.raises(ValueError, match="no retriever"):
         Judge.from_pretrained(folder, retrievers={"arxiv": retrievers["arxiv"]})
+
+
+def test_tie_verdicts_and_reference_answers_are_off_unless_asked(tokenizer):
+    from openrm.parsing import parse_response
+    from openrm.tournament.judges import JudgePairwise
+
+    tie = "<think>both fine</think>\n<answer>tie</answer>"
+    assert parse_response(tie).answer is None and not parse_response(tie).well_formed  # the OpenRM protocol: A or B
+    assert parse_response(tie, allow_tie=True).answer == "tie" and parse_response(tie, allow_tie=True).well_formed
+    judge, _ = scripted_judge(tokenizer, lambda prompt, generated: tie)
+    assert judge.compare(Q, MARKED, PLAIN).orders[0].answer is None  # read as no answer by default
+    judge, gen = scripted_judge(tokenizer, lambda prompt, generated: tie, allow_tie=True, show_reference=True)
+    verdict = judge.compare_batch([(Q, MARKED, PLAIN)], references=["The Aldren river."])[0]
+    assert [r.answer for r in verdict.orders] == ["tie", "tie"] and verdict.consistent
+    assert (verdict.winner, verdict.p_a) == ("tie", 0.5)
+    prompt = tokenizer.decode(verdict.orders[0].trajectory.prompt_ids)
+    assert "[Reference]\nThe Aldren river.\n[End of Reference]" in prompt and "<answer>tie</answer>" in prompt
+    assert JudgePairwise(judge, orders=1).compare_many([(Q, MARKED, PLAIN)]) == [0.5]
+    plain, _ = scripted_judge(tokenizer, marker)  # show_reference off: the reference never reaches the prompt
+    run = plain.compare_batch([(Q, MARKED, PLAIN)], references=["The Aldren river."])[0].orders[0]
+    assert "Reference" not in tokenizer.decode(run.trajectory.prompt_ids)
+    with pytest.raises(ValueError, match="references for"):
+        plain.compare_batch([(Q, MARKED, PLAIN)], references=[])
