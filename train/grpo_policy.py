@@ -232,7 +232,11 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
         spec, topology = script_args.judge_spec, script_args.topology_obj
         group_rounds = topology.name == "multi_round"
         pairwise = None  # a multi-round tournament with the rubric group judge needs no pairwise judge
-        if not group_rounds or spec.group == "pairwise":
+        if not group_rounds and spec.kind == "none":  # pairwise matches by the rubric group judge (two at a time)
+            from openrm.tournament.judges import GroupPairwise
+
+            pairwise = GroupPairwise(build_group(spec, None))
+        elif not group_rounds or spec.group == "pairwise":
             pairwise = build_pairwise(spec, train_dataset.to_list())
         group = build_group(spec, pairwise) if group_rounds else None
         arena = Arena(pairwise=pairwise, group=group, orders=script_args.orders, seed=training_args.seed)

@@ -12,6 +12,7 @@ from openrm.tournament.bradley_terry import BTPosterior, bt_laplace, fit_bradley
 from openrm.tournament.double_elimination import DoubleElimination
 from openrm.tournament.judges import (
     GroupJudge,
+    GroupPairwise,
     GroupRequest,
     JudgePairwise,
     PairwiseGroupJudge,
@@ -42,6 +43,7 @@ TOPOLOGIES = {t.name: t for t in (RoundRobin, Anchor, SeededSingleElimination, D
                                   Live, Active)}
 
 __all__ = ["Active", "Anchor", "Arena", "BTPosterior", "DoubleElimination", "Group", "GroupJudge", "GroupMatch",
+           "GroupPairwise",
            "GroupRequest", "JudgePairwise", "Live", "Match", "MultiRound", "PairwiseGroupJudge", "PairwiseJudge",
            "RoundRobin", "RoutedRewards", "RubricGroupJudge", "SHAPINGS", "SeededSingleElimination", "Swiss",
            "TOPOLOGIES", "TournamentResult", "TournamentReward", "adaptive_rewards", "bt_laplace",

@@ -202,7 +202,11 @@ class Arena:
         items = [(states[n].group.question, states[n].group.candidates[x], states[n].group.candidates[y])
                  for n, x, y in needed.values()]
         try:
-            raw = list(self.pairwise.compare_many(items))
+            if getattr(self.pairwise, "reads_rubric", False):  # a rubric-guided pairwise judge: each group's rubric
+                rubrics = [states[n].group.rubric for n, _, _ in needed.values()]
+                raw = list(self.pairwise.compare_many(items, rubrics=rubrics))
+            else:
+                raw = list(self.pairwise.compare_many(items))
             if len(raw) != len(items):
                 raise RuntimeError(f"judge answered {len(raw)} of {len(items)} items")
         except Exception:

@@ -112,6 +112,28 @@ class JudgePairwise:
         return out
 
 
+class GroupPairwise:
+    """A group judge (e.g. `RubricGroupJudge`) as a pairwise match judge that reads the group's rubric: each match
+    is a group of two with one winner, shown in the order the arena gives (`orders = 1`; the arena draws or doubles
+    it). Tournament-GRPO's rubric-guided pairwise baseline: round robin with this judge and shaping win_rate. A
+    group the judge fails on is a failure (0.5)."""
+
+    orders = 1
+    reads_rubric = True
+
+    def __init__(self, group: GroupJudge):
+        self.group = group
+
+    def compare_many(self, items: Sequence[tuple[str, str, str]],
+                     rubrics: Sequence[str | None] | None = None) -> list[float | None]:
+        rubrics = [None] * len(items) if rubrics is None else list(rubrics)
+        if len(rubrics) != len(items):
+            raise ValueError(f"{len(rubrics)} rubrics for {len(items)} items")
+        winners = self.group.select_winners_many([GroupRequest(q, r, (x, y), 1)
+                                                  for (q, x, y), r in zip(items, rubrics, strict=True)])
+        return [None if w not in ([0], [1]) else float(w == [0]) for w in winners]
+
+
 class PairwiseGroupJudge:
     """A group judge built on a pairwise one: every pair inside a group is judged (all groups in one batch);
     the k best by win rate win. When the k-th and (k+1)-th are level, the group has no clear winners and

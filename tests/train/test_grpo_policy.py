@@ -191,6 +191,10 @@ def test_the_paper_configs_carry_the_papers_values():
         assert (s.rewards, s.rubric_scoring, t.reward_weights, s.format_pattern != "") == ("rubric", scoring,
                                                                                            weights, True)
         assert (s.scorer_spec.temperature, s.scorer_spec.top_p, t.num_generations) == (0.0, 0.95, 8)
+    s, t, m = load("tournament_grpo_pairwise")  # every pair once, judged by the rubric judge two at a time
+    assert (s.topology, s.orders, s.shaping, s.judge_spec.kind, s.judge_spec.group) == ("round_robin", "random",
+                                                                                         "win_rate", "none", "rubric")
+    assert t.reward_weights == [1.0, 1.0] and s.format_pattern
     s, t, m = load("arenarl")
     assert s.greedy_anchor and s.topology_obj.rank_by == "depth" and s.topology_obj.anchor == 0
     assert (s.shaping, t.temperature, t.num_generations) == ("rank_z", 0.8, 16)

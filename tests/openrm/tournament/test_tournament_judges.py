@@ -180,6 +180,21 @@ def test_rubric_judge_sends_top_p_only_when_set(server):
         RubricGroupJudge(url, "tiny", top_p=0.0)
 
 
+def test_rubric_guided_pairwise_round_robin_shows_the_rubric_and_ranks_by_win_rate(server):
+    from openrm.tournament import GroupPairwise, RoundRobin, win_rate
+
+    url, calls = server
+    calls.clear()
+    with RubricGroupJudge(url, "tiny") as judge:
+        pairwise = GroupPairwise(judge)
+        result = Arena(pairwise=pairwise, orders="random", seed=3).run(RoundRobin(), "SCRIPT:best", ["5", "12", "3"],
+                                                                       rubric="bigger is better")
+        assert len(calls) == 3  # K(K-1)/2 pairs, one order each
+        assert all("bigger is better" in body["messages"][-1]["content"] for body in calls)
+        assert pairwise.compare_many([("SCRIPT:garbage", "a", "b")]) == [None]  # a failed group: a failure
+    assert win_rate(result).tolist() == [0.5, 1.0, 0.0]  # wins / (K - 1)
+
+
 def test_a_garbage_group_judge_ends_the_tournament_with_equal_rewards(server):
     url, _ = server
     with RubricGroupJudge(url, "tiny") as judge:
