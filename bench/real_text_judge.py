@@ -147,8 +147,9 @@ def main() -> None:
             "--logging_steps", str(max(args.sft_steps // 10, 1))]))
 
     data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("*.arrow")))).hexdigest()
+    gold_settings = {k: settings[k] for k in ("tools", "topk", "prompt_style", "max_information_tokens")}
     built(sft_dir, {"base": base, "data": data_sha, "steps": args.sft_steps, "batch": args.sft_batch,
-                    "lr": args.sft_lr, "seed": args.seed, "settings": settings}, warm, "the SFT warm-up")
+                    "lr": args.sft_lr, "seed": args.seed, "gold": gold_settings}, warm, "the SFT warm-up")
     grpo_data = Path(dataset).parent  # grpo() reads <data>/dataset
     if Path(dataset).name != "dataset":
         raise SystemExit(f"--dataset must be a folder named 'dataset' (got {dataset})")

@@ -79,6 +79,14 @@ def _eos_id(tokenizer: Any) -> int | None:
     return tokenizer.eos_token_id
 
 
+def _since_environment(row: Trajectory) -> list[int]:
+    """The model's tokens since the environment last appended a block (or since the start of the completion)."""
+    k = len(row.env_mask)
+    while k > 0 and row.env_mask[k - 1] == 1:
+        k -= 1
+    return row.completion_ids[k:]
+
+
 def _search_inside(turn_text: str) -> str | None:
     """The text of the last `<search>` block of a turn that ended at `</search>`; None if it has no opening tag."""
     body = turn_text[: turn_text.rfind(SEARCH_CLOSE)] if SEARCH_CLOSE in turn_text else turn_text
@@ -137,7 +145,9 @@ def rollout(prompts: Sequence[Sequence[int]], generator: Generator, toolbox: Too
                 if row.turns >= cfg.max_turns:
                     row.finish_reason = "max_turns"
                     continue
-                inside = _search_inside(tokenizer.decode(gen.token_ids, skip_special_tokens=True))
+                # the call may have begun in an earlier turn that ran out of max_new_tokens: read the model's
+                # own text since the environment last wrote, not this turn's alone
+                inside = _search_inside(tokenizer.decode(_since_environment(row), skip_special_tokens=True))
                 if inside is None:
                     call = ToolCall(None, "", f"{SEARCH_CLOSE} without a matching {SEARCH_OPEN}")
                 elif toolbox is None:

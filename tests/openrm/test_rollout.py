@@ -169,6 +169,24 @@ def test_invalid_calls_get_a_masked_message_and_count_as_calls(tokenizer, retrie
     assert traj.finish_reason == "answer"
 
 
+def test_a_call_split_across_turns_by_the_token_budget_is_read_whole(tokenizer, retrievers):
+    # the first turn runs out of max_new_tokens inside the call; the second closes it: one valid search, whose
+    # opening tag lies in the earlier turn
+    wiki = Counting(retrievers["wiki"])
+    toolbox = ToolBox({"wiki": wiki, "arxiv": retrievers["arxiv"]})
+    script = ['<think>check</think>\n<search>WIKI("Velmora', ' river")</search>', ANSWER]
+    cfg = RolloutConfig(max_turns=5, sampling=SamplingParams(max_new_tokens=64))
+    (traj,) = rollout(_prompts(1), Scripted(tokenizer, {1000: script}), toolbox, tokenizer, cfg)
+    (result,) = traj.tool_results
+    assert result.call.error is None and result.call.query == "Velmora river" and wiki.calls == [["Velmora river"]]
+    assert traj.finish_reason == "answer"
+    # a second call after the evidence is read from the text after it, not from the first call
+    script = ['<search>WIKI("Velmora")</search>', '<think>again</think><search>ARXIV("quantum', ' dots")</search>',
+              ANSWER]
+    (traj,) = rollout(_prompts(1), Scripted(tokenizer, {1000: script}), toolbox, tokenizer, cfg)
+    assert [(r.call.tool, r.call.query) for r in traj.tool_results] == [("WIKI", "Velmora"), ("ARXIV", "quantum dots")]
+
+
 def test_searches_past_the_budget_are_refused_with_a_message(tokenizer, retrievers):
     wiki = Counting(retrievers["wiki"])
     toolbox = ToolBox({"wiki": wiki, "arxiv": retrievers["arxiv"]})
