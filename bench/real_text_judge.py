@@ -146,7 +146,8 @@ def main() -> None:
             "--gradient_checkpointing", "false", "--seed", str(args.seed), "--disable_tqdm", "true",
             "--logging_steps", str(max(args.sft_steps // 10, 1))]))
 
-    data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("*.arrow")))).hexdigest()
+    # the data files only: a trainer leaves cache-*.arrow files beside them
+    data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("data-*.arrow")))).hexdigest()
     gold_settings = {k: settings[k] for k in ("tools", "topk", "prompt_style", "max_information_tokens")}
     built(sft_dir, {"base": base, "data": data_sha, "steps": args.sft_steps, "batch": args.sft_batch,
                     "lr": args.sft_lr, "seed": args.seed, "gold": gold_settings}, warm, "the SFT warm-up")
