@@ -11,7 +11,9 @@ Stages (each cached under --out and reused when its inputs match; GRPO resumes f
 3. gold trajectories for the train split (`train.gold_trajectories`: search the question, copy the evidence only the
    right answer shares) and the SFT warm-up on them;
 4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, composite reward) and export;
-5. `eval.run --benchmark in-domain` on the test split, both orders, each row with its 95 % bootstrap interval:
+5. `eval.run --benchmark in-domain` on the test split, both orders (a pair is right when both orders pick the
+   right answer; the orders disagreeing is a tie, counted wrong), each row with its 95 % bootstrap interval, and
+   single-order accuracy (each order scored alone):
    zero-shot, SFT warm-up, after GRPO with search, the same judge without tools, and retrieve-then-judge (top
    passages of the question put in the prompt); plus the length baseline (the longer answer wins) and the share of
    right verdicts that went to the shorter answer.
@@ -57,6 +59,15 @@ def length_rows(examples: list[dict], verdicts: dict[str, dict]) -> dict:
     return {"length_baseline": baseline, "right_verdicts": len(right),
             "right_verdicts_for_the_shorter": shorter / len(right) if right else None,
             "shorter_is_right_share": sum(longer(e) not in (None, e["label"]) for e in examples) / len(examples)}
+
+
+def bootstrap(values: list[float], seed: int = 0, resamples: int = 1000) -> list[float]:
+    """95 % percentile interval of the mean."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    means = x[np.random.default_rng(seed).integers(0, len(x), size=(resamples, len(x)))].mean(axis=1)
+    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
 
 
 def per_kind(examples: list[dict], verdicts: dict[str, dict]) -> dict[str, float]:
@@ -184,7 +195,13 @@ def main() -> None:
         lines = (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()
         verdicts = {v["id"]: v for v in map(json.loads, lines)}
         j = r["judging"]
-        results["rows"][name] = {"accuracy": r["accuracy"], "ci95": r.get("ci95"), "n": r["counts"]["examples"],
+        strict = [float(verdicts.get(e["id"], {}).get("prediction") == e["label"]) for e in test]
+        single = r.get("single_order") or {}
+        results["rows"][name] = {"accuracy": sum(strict) / len(strict), "ci95": bootstrap(strict, args.seed),
+                                 "accuracy_ties_half": r["accuracy"], "ties": sum(
+                                     verdicts.get(e["id"], {}).get("prediction") == "tie" for e in test) / len(test),
+                                 "single_order": single.get("accuracy"), "single_order_ci95": single.get("ci95"),
+                                 "n": r["counts"]["examples"],
                                  "unparsed_orders": j["unparsed_orders"] / max(1, 2 * j["judged"]),
                                  "consistency": j["consistency"], "searches": j["searches_per_judgment"],
                                  "seconds_per_pair": j["seconds_per_judgment"], "per_kind": per_kind(test, verdicts),
@@ -200,18 +217,21 @@ def table(results: dict) -> str:
     rows = results["rows"]
     kinds = sorted({k for r in rows.values() for k in r["per_kind"]})
     first = next(iter(rows.values()))
-    lines = ["| judge | accuracy (95 % CI) | " + " | ".join(k.split("/")[-1] for k in kinds)
-             + " | unparsed orders | consistency | searches / pair | right verdicts for the shorter answer |",
-             "|---|---|" + "---|" * len(kinds) + "---|---|---|---|"]
+    lines = ["| judge | accuracy, both orders (95 % CI) | " + " | ".join(k.split("/")[-1] for k in kinds)
+             + " | ties | single order (95 % CI) | unparsed orders | searches / pair "
+             "| right verdicts for the shorter answer |",
+             "|---|---|" + "---|" * len(kinds) + "---|---|---|---|---|"]
     for name, r in rows.items():
         ci = f" ({r['ci95'][0]:.2f}-{r['ci95'][1]:.2f})" if r.get("ci95") else ""
         share = r["right_verdicts_for_the_shorter"]
-        consistency = "-" if r["consistency"] is None else f"{r['consistency']:.2f}"
+        single = "-" if r.get("single_order") is None else (
+            f"{r['single_order']:.2f} ({r['single_order_ci95'][0]:.2f}-{r['single_order_ci95'][1]:.2f})")
         by_kind = " | ".join(f"{r['per_kind'].get(k, 0):.2f}" for k in kinds)
-        lines.append(f"| {name} | {r['accuracy']:.2f}{ci} | {by_kind} | {r['unparsed_orders']:.2f} | {consistency}"
-                     f" | {r['searches'] or 0:.2f} | {'-' if share is None else f'{share:.2f}'} |")
+        shorter = "-" if share is None else f"{share:.2f}"
+        lines.append(f"| {name} | {r['accuracy']:.2f}{ci} | {by_kind} | {r['ties']:.2f} | {single} | "
+                     f"{r['unparsed_orders']:.2f} | {r['searches'] or 0:.2f} | {shorter} |")
     lines.append(f"| longer answer wins | {first['length_baseline']:.2f} | " + " | ".join("-" for _ in kinds)
-                 + " | - | - | - | - |")
+                 + " | - | - | - | - | - |")
     return "\n".join(lines) + "\n"
 
 
