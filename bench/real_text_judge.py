@@ -40,7 +40,8 @@ from openrm.card import JudgeCard  # noqa: E402
 from openrm.models import resolve  # noqa: E402
 from retrieval.wikipedia import packaged_index  # noqa: E402
 from toy.quickstart import grpo, judging_settings  # noqa: E402
-from toy.stages import built, on_gpu  # noqa: E402
+from toy.stages import built  # noqa: E402
+from toy.warmup import run_sft  # noqa: E402
 
 logger = logging.getLogger("real_text_judge")
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_wiki_cpu.yaml"
@@ -108,7 +109,7 @@ def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from eval import loaders
     from eval.run import main as eval_main
-    from train import export_judge, sft_warmup
+    from train import export_judge
     from train.gold_trajectories import GoldStats, gold_records
 
     started = time.perf_counter()
@@ -148,14 +149,7 @@ def main() -> None:
         logger.info("gold trajectories: %s", gold.summary())
         path = sft_dir / "sft_records.jsonl"
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-        sft_warmup.main(*sft_warmup.parse([
-            "--dataset", str(path), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(sft_dir),
-            "--max_steps", str(args.sft_steps), "--per_device_train_batch_size", str(args.sft_batch),
-            "--learning_rate", str(args.sft_lr), "--lr_scheduler_type", "cosine",
-            "--warmup_steps", str(max(args.sft_steps // 10, 1)), "--max_length", "1024", "--save_strategy", "no",
-            "--report_to", "none", "--use_cpu", str(not on_gpu()).lower(), "--dtype", "float32", "--bf16", "false",
-            "--gradient_checkpointing", "false", "--seed", str(args.seed), "--disable_tqdm", "true",
-            "--logging_steps", str(max(args.sft_steps // 10, 1))]))
+        run_sft(path, base, sft_dir, args.sft_steps, args.sft_batch, args.sft_lr, args.seed, max_length=1024)
 
     # the data files only: a trainer leaves cache-*.arrow files beside them
     data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("data-*.arrow")))).hexdigest()

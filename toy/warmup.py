@@ -88,12 +88,27 @@ def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
     return records
 
 
+def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_rate: float, seed: int,
+            max_length: int = 512) -> None:
+    """train/sft_warmup.py on the gold records in `data`: a cosine schedule with a tenth of the steps warming up,
+    float32, no checkpoints, on the GPU when one is visible."""
+    from train import sft_warmup
+
+    sft_warmup.main(*sft_warmup.parse([
+        "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(out),
+        "--max_steps", str(steps), "--per_device_train_batch_size", str(batch),
+        "--learning_rate", str(learning_rate), "--lr_scheduler_type", "cosine",
+        "--warmup_steps", str(max(steps // 10, 1)), "--max_length", str(max_length), "--save_strategy", "no",
+        "--report_to", "none", "--use_cpu", str(not on_gpu()).lower(), "--dtype", "float32", "--bf16", "false",
+        "--gradient_checkpointing", "false", "--seed", str(seed), "--disable_tqdm", "true",
+        "--logging_steps", str(max(steps // 10, 1))]))
+
+
 def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Sequence[str] = ()) -> Path:
     """train/sft_warmup.py on `plan.steps` x `plan.batch` fresh gold records from `base` (a folder or a packaged
     model's short name) into `out`, unless `out` already holds this run (its warmup.json). `note`: words for the
     progress line."""
     from openrm.models import resolve
-    from train import sft_warmup
 
     base = resolve(base)
     want = {"base": base, "world_seed": world.seed, "recipe": RECIPE, **asdict(plan), "domains": list(plan.domains)}
@@ -104,14 +119,7 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
         with data.open("w", encoding="utf-8") as f:
             for record in gold_records(world, plan.steps * plan.batch, plan):
                 f.write(json.dumps(record) + "\n")
-        sft_warmup.main(*sft_warmup.parse([
-            "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(out),
-            "--max_steps", str(plan.steps), "--per_device_train_batch_size", str(plan.batch),
-            "--learning_rate", str(plan.learning_rate), "--lr_scheduler_type", "cosine",
-            "--warmup_steps", str(max(plan.steps // 10, 1)), "--max_length", "512", "--save_strategy", "no",
-            "--report_to", "none", "--use_cpu", str(not on_gpu()).lower(), "--dtype", "float32", "--bf16", "false",
-            "--gradient_checkpointing", "false", "--seed", str(plan.seed), "--disable_tqdm", "true",
-            "--logging_steps", str(max(plan.steps // 10, 1))]))
+        run_sft(data, base, out, plan.steps, plan.batch, plan.learning_rate, plan.seed)
 
     what = (f"the SFT warm-up{''.join(f' {w}' for w in note)}: {plan.steps} steps of {plan.batch} gold trajectories"
             + (", the two tools equally often per kind of fact" if plan.random_tool else "")
