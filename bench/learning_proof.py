@@ -93,7 +93,8 @@ def run_suffix(args) -> str:
     return (("" if args.tool_term == "share" else f"-{args.tool_term}") + f"-{args.grpo_steps}x{args.grpo_lr:g}"
             + ("" if args.grpo_generations is None else f"-g{args.grpo_generations}")
             + ("" if args.grpo_beta is None else f"-kl{args.grpo_beta:g}")
-            + ("" if args.grpo_batch is None else f"-b{args.grpo_batch}"))
+            + ("" if args.grpo_batch is None else f"-b{args.grpo_batch}")
+            + ("" if not args.hedge_share else f"-hedge{args.hedge_share:g}"))
 
 
 def grpo_overrides(args, variant: str, seed: int, run: Path) -> list[str]:
@@ -117,9 +118,12 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict], othe
     runs: dict[str, dict] = {}
     for seed in args.seeds:
         plan = WarmupPlan(steps=args.sft_steps, batch=args.sft_batch, learning_rate=args.sft_lr,
-                          random_tool=stage_a, search_share=share, domains=tuple(args.domains), seed=seed)
+                          random_tool=stage_a, search_share=share, hedge_share=args.hedge_share,
+                          domains=tuple(args.domains), seed=seed)
         start = warm_up(world, base, args.out / (f"{args.stage}-sft-s{seed}-{args.sft_steps}x{args.sft_batch}"
-                                                 + ("" if share == 1 else f"-search{share:g}")), plan)
+                                                 + ("" if share == 1 else f"-search{share:g}")
+                                                 + ("" if not args.hedge_share else f"-hedge{args.hedge_share:g}")),
+                        plan)
         runs[f"sft/s{seed}"] = judged(start, indexes, test, None, sampled=sampled)  # another world: trained only
         if not stage_a:
             runs[f"sft/s{seed}"]["no_search_accuracy"] = measured(start, None, test)["accuracy"]
@@ -166,6 +170,9 @@ def main() -> None:
                              "right tool equally often, so no single tool scores above a coin), all three in B")
     parser.add_argument("--search-share", type=float, default=0.3,
                         help="stage C: the share of warm-up trajectories that search (the rest answer at once)")
+    parser.add_argument("--hedge-share", type=float, default=0.0,
+                        help="share of the training pairs (warm-up and GRPO) whose wrong answer is a hedge naming "
+                             "both values (toy.world.ToyWorld.hedged); bench/hacking_audit.py measures the result")
     parser.add_argument("--tool-term", default="share", choices=("share", "per_call"), help="R_tool's definition")
     parser.add_argument("--n-train", type=int, default=2000, help="short training pairs (GRPO prompts)")
     parser.add_argument("--n-eval", type=int, default=100, help="held-out pairs judged in both orders")
@@ -190,10 +197,11 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     args.out.mkdir(parents=True, exist_ok=True)
     world = ToyWorld(WORLD_SEED)
-    data = args.out / f"data-{args.n_train}-{'-'.join(args.domains)}"
+    data = args.out / (f"data-{args.n_train}-{'-'.join(args.domains)}"
+                       + ("" if not args.hedge_share else f"-hedge{args.hedge_share:g}"))
     if not (data / "dataset").exists():
         write_dataset(world, data, args.n_train, max(args.n_eval, 200), style="short", granularity="fact",
-                      domains=args.domains)
+                      domains=args.domains, hedge_share=args.hedge_share)
     indexes = toy_indexes(data / "corpora", args.out / f"indexes-{data.name}")
     test = world.examples(args.n_eval, "test", args.domains, style="short")
     other = None
@@ -209,7 +217,8 @@ def main() -> None:
     t = time.perf_counter()
     runs = run_stage(args, world, data, indexes, test, other)
     seconds = time.perf_counter() - t
-    out = args.out / f"stage_{args.stage}{'' if args.tool_term == 'share' else '_' + args.tool_term}.json"
+    out = args.out / (f"stage_{args.stage}{'' if args.tool_term == 'share' else '_' + args.tool_term}"
+                      + ("" if not args.hedge_share else f"_hedge{args.hedge_share:g}") + ".json")
     out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "seconds": seconds,
                                "runs": runs}, indent=1) + "\n", encoding="utf-8")
     print(table(runs, args))

@@ -60,6 +60,9 @@ class QuickstartArguments:
         "help": "Warm up on trajectories whose tool carries no information (each tool equally often per kind of "
                 "fact), leaving the tool choice to GRPO; false: the gold tool. (On SmolLM2, 30 GRPO steps teach "
                 "the tool choice on one seed in three: bench/RESULTS.md, Stage A.)"})
+    hedge_share: float = field(default=0.0, metadata={
+        "help": "Share of the training pairs (warm-up and GRPO) whose wrong answer is a hedge naming both values, "
+                "so the judge learns that naming every value does not win (bench/hacking_audit.py measures it)."})
     grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
     threads: int = field(default=0, metadata={
@@ -74,12 +77,14 @@ class QuickstartArguments:
             raise ValueError(f"domains must be a non-empty subset of {DOMAINS}, got {self.domains}")
         if not 0.0 < self.search_share <= 1.0:
             raise ValueError(f"search_share must be in (0, 1], got {self.search_share}")
+        if not 0.0 <= self.hedge_share <= 1.0:
+            raise ValueError(f"hedge_share must be in [0, 1], got {self.hedge_share}")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0, got {self.threads}")
 
     def warmup_plan(self) -> WarmupPlan:
         return WarmupPlan(steps=self.sft_steps, batch=self.sft_batch, learning_rate=self.sft_learning_rate,
-                          random_tool=self.random_tool, search_share=self.search_share,
+                          random_tool=self.random_tool, search_share=self.search_share, hedge_share=self.hedge_share,
                           domains=tuple(self.domains), seed=self.seed)
 
 
@@ -253,7 +258,7 @@ def main(args: QuickstartArguments) -> dict:
     stage(1, "toy world: %d documents; %d/%d short judge pairs (%s) in %s", len(world.documents), args.n_train,
           args.n_test, "+".join(args.domains), out / "data")
     data = write_dataset(world, out / "data", args.n_train, args.n_test, style="short", granularity="fact",
-                         domains=args.domains)
+                         domains=args.domains, hedge_share=args.hedge_share)
     stage(2, "bm25 indexes")
     indexes = toy_indexes(data / "corpora", out / "indexes")
     stage(3, "base model %s", args.model)

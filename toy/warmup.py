@@ -22,7 +22,7 @@ from pathlib import Path
 
 from openrm import protocol
 from toy.stages import built, on_gpu
-from toy.world import DOMAINS, ToyWorld
+from toy.world import DOMAINS, ToyWorld, hedge_every
 
 logger = logging.getLogger("openrm.quickstart")
 # Bumped whenever the records or the trainer settings change for the same plan, so an older warm-up is redone.
@@ -38,6 +38,7 @@ class WarmupPlan:
     recombined_share: float = 0.5  # records whose fact is drawn afresh: only their own passage holds it
     random_tool: bool = False
     search_share: float = 1.0  # records that search; the rest answer at once (a guess, having no evidence)
+    hedge_share: float = 0.0  # records whose wrong answer is a hedge naming both values (`ToyWorld.hedged`)
     domains: tuple[str, ...] = DOMAINS
     seed: int = 0
 
@@ -50,6 +51,7 @@ class WarmupPlan:
             raise ValueError(f"search_share must be in [{1 / SEARCH_BLOCK:g}, 1], got {self.search_share}")
         if not self.domains or set(self.domains) - set(DOMAINS):
             raise ValueError(f"domains must be a non-empty subset of {DOMAINS}, got {list(self.domains)}")
+        hedge_every(self.hedge_share)  # checks the range
 
 
 def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
@@ -58,7 +60,9 @@ def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
     drawn afresh. With `plan.random_tool` each kind of fact (domain, attribute) takes the two tools in turn, in
     shuffled pairs: as often one as the other, in no order the judge could learn. With `plan.search_share` < 1 each
     kind of fact searches in that share of its records (exactly, over every run of `SEARCH_BLOCK` of them, shuffled)
-    and answers at once in the rest."""
+    and answers at once in the rest. A `plan.hedge_share` of the records, spread evenly, set the right answer
+    against a hedge naming both values; their trajectories are the same (copy the evidence's value, then the
+    letter of the answer that states only it)."""
     rng = random.Random(f"warmup:gold:{plan.seed}")
     coin = random.Random(f"warmup:tool:{plan.seed}")
     tools = sorted({protocol.GOLD_TOOL[d] for d in DOMAINS})
@@ -66,10 +70,13 @@ def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
     # per kind of fact: the rest of its current shuffled run of tools, and of search decisions
     pending_tools: dict[tuple[str, str], list[str]] = {}
     pending_search: dict[tuple[str, str], list[bool]] = {}
+    hedge = hedge_every(plan.hedge_share)
     records = []
     for i in range(n):
         style = "recombined" if rng.random() < plan.recombined_share else "short"
         ex = world.example(i, "train", plan.domains, style)
+        if hedge(i):
+            ex = world.hedged(ex, plan.seed)
         kind = (ex["domain"], ex["meta"]["corrupted"][0]["attribute"])
         tool = None
         if plan.random_tool:
@@ -112,6 +119,8 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
 
     base = resolve(base)
     want = {"base": base, "world_seed": world.seed, "recipe": RECIPE, **asdict(plan), "domains": list(plan.domains)}
+    if not plan.hedge_share:
+        del want["hedge_share"]  # warm-ups made before hedges existed stay valid
 
     def build() -> None:
         out.mkdir(parents=True, exist_ok=True)
@@ -123,5 +132,6 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
 
     what = (f"the SFT warm-up{''.join(f' {w}' for w in note)}: {plan.steps} steps of {plan.batch} gold trajectories"
             + (", the two tools equally often per kind of fact" if plan.random_tool else "")
-            + (f", {plan.search_share:.0%} of them searching" if plan.search_share < 1 else ""))
+            + (f", {plan.search_share:.0%} of them searching" if plan.search_share < 1 else "")
+            + (f", {plan.hedge_share:.0%} against a hedge" if plan.hedge_share else ""))
     return built(out, want, build, what)

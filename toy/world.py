@@ -198,6 +198,13 @@ _SHORT_QUESTIONS = {WIKI: "{name}: {clause}?", SCIENCE: "Paper {name}: {clause}?
 # (`meta["passage"]`), so it cannot be remembered from any document: training on them rewards reading the evidence
 # and copying names and values, never memorising (bench/learning_proof.py mixes them into the SFT warm-up).
 STYLES = ("long", "short", "recombined")
+# Hedged negatives (`hedged`): the right value and the wrong one in one answer, so that a judge which only checks that
+# the evidence's value appears somewhere ties against a candidate naming every value. The right sentence comes first
+# in some wordings and last in others. `eval.hostile`'s hedge is worded differently, so an audit measures a judge on
+# a hedge it never trained on.
+HEDGES = ("{right}, or possibly {wrong_value}", "{wrong}, or perhaps {true_value}",
+          "{right} (some accounts give {wrong_value})", "{wrong}; others say {true_value}",
+          "Either {true_value} or {wrong_value}: {right}", "It is {wrong_value} or {true_value}. {right}")
 
 
 class _Names:
@@ -474,6 +481,20 @@ class ToyWorld:
                         if recombined else {})},
         }
 
+    def hedged(self, example: dict[str, Any], seed: int = 0) -> dict[str, Any]:
+        """`example` (short or recombined) with its wrong answer replaced by a hedge that names both values (one of
+        `HEDGES`, chosen by `seed` and the id); the label, the fact and the evidence stay, so every gold trajectory
+        and reward is unchanged. `meta["hedge"]` marks it."""
+        if example["meta"].get("style") not in ("short", "recombined"):
+            raise ValueError(f"{example['id']}: hedged pairs need a short or recombined example")
+        fact = example["meta"]["corrupted"][0]
+        right_key, wrong_key = ("answer_a", "answer_b") if example["label"] == "A" else ("answer_b", "answer_a")
+        rng = random.Random(f"toyworld:hedge:{seed}:{example['id']}")
+        hedge = rng.choice(HEDGES).format(right=example[right_key], wrong=example[wrong_key],
+                                          true_value=fact["true"], wrong_value=fact["wrong"])
+        return {**example, "id": f"{example['id']}-hedge", wrong_key: hedge,
+                "meta": {**example["meta"], "hedge": True}}
+
     def _wrong_value(self, doc: Document, key: str, rng: random.Random) -> str:
         """A plausible value for `key` that the document does not contain anywhere."""
         page = f"{doc.title}\n{doc.text}"
@@ -538,15 +559,29 @@ class ToyWorld:
         )
 
 
+def hedge_every(share: float) -> Callable[[int], bool]:
+    """Which example indices carry a hedged negative for a `share` in [0, 1]: spread evenly (index i when
+    floor((i + 1) * share) > floor(i * share)), so any run of indices holds the share to within one."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"hedge_share must be in [0, 1], got {share}")
+    return lambda i: int((i + 1) * share) > int(i * share)
+
+
 def write_dataset(world: ToyWorld, out_dir: str | Path, n_train: int, n_test: int, style: str = "long",
-                  granularity: str = "document", domains: Sequence[str] = DOMAINS) -> Path:
+                  granularity: str = "document", domains: Sequence[str] = DOMAINS, hedge_share: float = 0.0) -> Path:
     """Corpora, JSONL splits and an HF `DatasetDict` (`dataset/`) of judge examples under `out_dir`. The tiny
-    judge's recipe uses `style="short"` pairs over `granularity="fact"` corpora."""
+    judge's recipe uses `style="short"` pairs over `granularity="fact"` corpora. `hedge_share` of the train pairs
+    (short styles only) set the right answer against a hedge naming both values (`ToyWorld.hedged`); the test split
+    is never hedged."""
     from datasets import Dataset, DatasetDict
 
+    hedge = hedge_every(hedge_share)
+    if hedge_share and style == "long":
+        raise ValueError("hedge_share needs short pairs (style='short' or 'recombined')")
     out = Path(out_dir)
     world.write_corpora(out / "corpora", granularity)
-    splits = {"train": world.examples(n_train, "train", domains, style),
+    train = world.examples(n_train, "train", domains, style)
+    splits = {"train": [world.hedged(e) if hedge(i) else e for i, e in enumerate(train)],
               "test": world.examples(n_test, "test", domains, style)}
     for name, rows in splits.items():
         with (out / f"{name}.jsonl").open("w", encoding="utf-8") as f:

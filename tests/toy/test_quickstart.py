@@ -82,6 +82,19 @@ def test_a_warmup_that_searches_in_a_share_of_its_records_holds_that_share_per_k
         WarmupPlan(search_share=0.0)
 
 
+def test_hedged_warmup_records_keep_the_gold_trajectory_of_the_right_answer():
+    from toy.warmup import WarmupPlan, gold_records
+
+    world = ToyWorld(0)
+    plain = gold_records(world, 40, WarmupPlan(seed=3))
+    hedged = gold_records(world, 40, WarmupPlan(seed=3, hedge_share=0.5))
+    changed = [i for i, (p, h) in enumerate(zip(plain, hedged, strict=True)) if p["prompt"] != h["prompt"]]
+    assert changed == list(range(1, 40, 2))  # every second record, spread evenly
+    assert [r["completion"] for r in plain] == [r["completion"] for r in hedged]
+    with pytest.raises(ValueError, match="hedge_share"):
+        WarmupPlan(hedge_share=-0.1)
+
+
 def test_warmup_records_are_gold_trajectories_and_the_tool_is_balanced_per_kind_of_fact():
     from toy.warmup import WarmupPlan, gold_records
 

@@ -122,6 +122,35 @@ def test_dataset_dict_round_trip(tmp_path):
     assert len((tmp_path / "test.jsonl").read_text().splitlines()) == 10
 
 
+def test_hedged_train_pairs_name_both_values_keep_the_label_and_never_reach_the_test_split(tmp_path):
+    from datasets import load_from_disk
+
+    from toy.world import hedge_every
+
+    world = ToyWorld(seed=1)
+    write_dataset(world, tmp_path, n_train=40, n_test=12, style="short", granularity="fact", hedge_share=0.25)
+    ds = load_from_disk(str(tmp_path / "dataset"))
+    plain = world.examples(40, "train", style="short")
+    hedged = [i for i, row in enumerate(ds["train"]) if row["id"].endswith("-hedge")]
+    assert hedged == [i for i in range(40) if hedge_every(0.25)(i)] and len(hedged) == 10
+    for i in hedged:
+        row, before = ds["train"][i], plain[i]
+        fact = before["meta"]["corrupted"][0]
+        right, wrong = ("answer_a", "answer_b") if row["label"] == "A" else ("answer_b", "answer_a")
+        assert row["label"] == before["label"] and row[right] == before[right] and row["meta"]["hedge"]
+        assert fact["true"] in row[wrong] and fact["wrong"] in row[wrong] and row[wrong] != before[wrong]
+    assert not any(row["id"].endswith("-hedge") for row in ds["test"])
+    assert [row["id"] for row in ds["test"]] == [e["id"] for e in world.examples(12, "test", style="short")]
+    # the audit's own hedge wording (eval.hostile) is not among the training wordings
+    assert not any("Some sources say otherwise" in row[k] for row in ds["train"] for k in ("answer_a", "answer_b"))
+    with pytest.raises(ValueError, match="hedge_share"):
+        write_dataset(world, tmp_path / "bad", 4, 2, style="short", hedge_share=1.5)
+    with pytest.raises(ValueError, match="short"):
+        write_dataset(world, tmp_path / "long", 4, 2, hedge_share=0.5)
+    with pytest.raises(ValueError, match="short or recombined"):
+        world.hedged(world.example(0))
+
+
 @pytest.mark.parametrize("bad", [{"cities": 0}, {"test_share": 1.0}])
 def test_bad_world_size_is_rejected(bad):
     with pytest.raises(ValueError):
