@@ -78,6 +78,11 @@ class ToyOracle:
             return None
         return sum({m.lower() for m in pattern.findall(answer)} == {truth} for truth, pattern in checks)
 
+    def named(self, question: str, answer: str) -> set[str]:
+        """The values of the question's attributes that `answer` names (lower-cased); empty for an unknown
+        question. More than one for a single-fact question is a hedge."""
+        return {m.lower() for _, pattern in self._facts.get(question, []) for m in pattern.findall(answer)}
+
     def compare_many(self, items: Sequence[tuple[str, str, str]]) -> list[float | None]:
         out: list[float | None] = []
         for question, x, y in items:

@@ -32,7 +32,7 @@ from openrm.rubrics.scorer_spec import ScorerSpec, scorer_kinds  # noqa: E402
 from openrm.tournament import SHAPINGS, TOPOLOGIES  # noqa: E402
 from openrm.tournament.match_judge import GROUP_KINDS, MatchJudgeSpec, judge_kind  # noqa: E402
 from plumbing import plugins  # noqa: E402
-from plumbing.arguments import Collect  # noqa: E402
+from plumbing.arguments import Collect, parse_pairs  # noqa: E402
 from retrieval.retriever import parse_locations  # noqa: E402
 from train.runs import resume_point, write_run_record  # noqa: E402
 
@@ -63,6 +63,17 @@ class PolicyArguments:
     judge_concurrency: int = field(default=8, metadata={"help": "Judge requests in flight to a server."})
     retrievers: list[str] = field(default_factory=list, metadata={
         "help": "CORPUS=LOCATION for the judge's search tools (none: its no-tool prompt).", "action": Collect})
+    policy_retrievers: list[str] = field(default_factory=list, metadata={
+        "help": "CORPUS=LOCATION for the policy's own search tools: the policy is then a search agent that may "
+                "search before it answers (openrm.agent; the judge's call syntax, <information> masked out of the "
+                "loss) and the match judge sees only its final answer. None: the policy answers at once.",
+        "action": Collect})
+    policy_tools: list[str] = field(default_factory=lambda: ["WIKI=wiki", "ARXIV=arxiv"], metadata={
+        "help": "TOOL=CORPUS: the tool names the search agent writes and what they search.", "action": Collect})
+    policy_topk: int = field(default=1, metadata={"help": "Passages a search agent's search returns."})
+    policy_max_tool_calls: int = field(default=2, metadata={"help": "Searches executed per agent trajectory."})
+    policy_max_new_tokens: int = field(default=64, metadata={"help": "New tokens per agent turn."})
+    policy_max_information_tokens: int = field(default=128, metadata={"help": "Tokens kept of one <information>."})
     world_seed: int = field(default=0, metadata={"help": "A plugin judge's world (toy-oracle: the prompts' world)."})
     group_judge: str = field(default="pairwise", metadata={"help": f"Multi-round group judge: one of {GROUP_KINDS}."})
     group_server: str = field(default="", metadata={"help": "Rubric group judge's chat server URL."})
@@ -153,6 +164,21 @@ class PolicyArguments:
                                           model=self.rubric_scorer_model, concurrency=self.rubric_scorer_concurrency,
                                           temperature=self.rubric_scorer_temperature,
                                           top_p=self.rubric_scorer_top_p, world_seed=self.world_seed)
+        self.agent_locations = parse_locations(self.policy_retrievers) if self.policy_retrievers else {}
+        if self.agent_locations:
+            from openrm import protocol
+
+            self.agent_tools = protocol.tools_from_mapping(parse_pairs(self.policy_tools, "policy_tools"))
+            missing = sorted({t.corpus for t in self.agent_tools} - set(self.agent_locations))
+            if missing:
+                raise ValueError(f"policy_tools search corpora {missing} that no --policy_retrievers entry serves")
+            if self.greedy_anchor:
+                raise ValueError("a search agent's rollout has no greedy anchor: drop --greedy_anchor or "
+                                 "--policy_retrievers")
+            if min(self.policy_topk, self.policy_max_tool_calls, self.policy_max_new_tokens) < 1 \
+                    or self.policy_max_information_tokens < 16:
+                raise ValueError("policy_topk, policy_max_tool_calls and policy_max_new_tokens must be >= 1, "
+                                 "policy_max_information_tokens >= 16")
         if self.greedy_anchor and getattr(self.topology_obj, "anchor", 0) != 0:
             raise ValueError("the greedy anchor is each group's first completion: set the topology's anchor to 0")
 
@@ -207,9 +233,13 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
 
+    from openrm.agent import final_answer
+    from openrm.generation import SamplingParams
     from openrm.models import resolve
+    from openrm.rollout import RolloutConfig, make_trl_rollout_func
     from openrm.rubrics.policy_reward import RubricScoreReward, check_rubric_column
     from openrm.rubrics.scorer_spec import build_scorer
+    from openrm.tools import ToolBox
     from openrm.tournament import Arena, TournamentReward
     from openrm.tournament.greedy_anchor import make_greedy_anchor_rollout
     from openrm.tournament.match_judge import build_group, build_pairwise
@@ -219,6 +249,11 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     train_dataset = load_rows(script_args.dataset, script_args.dataset_split, script_args.max_examples)
     logger.info("training on %d prompts from %s", len(train_dataset), script_args.dataset)
+    if script_args.agent_locations:  # a bare question becomes the agent's chat prompt, with its tools listed
+        from openrm.agent import agent_messages
+
+        train_dataset = train_dataset.map(lambda row: {"prompt": agent_messages(row["prompt"], script_args.agent_tools)
+                                                       if isinstance(row["prompt"], str) else row["prompt"]})
 
     if script_args.rubric_generator:
         train_dataset = with_rubrics(train_dataset, script_args, training_args.output_dir)
@@ -244,7 +279,8 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
             topology, arena, group_size=training_args.num_generations, shaping=script_args.shaping,
             match_log=script_args.match_log or str(Path(training_args.output_dir) / "matches.jsonl"),
             verifier=AnswerMatch() if script_args.verifier == "answer_match" else None,
-            anchor_position=0 if script_args.greedy_anchor else None))
+            anchor_position=0 if script_args.greedy_anchor else None,
+            candidate=final_answer if script_args.agent_locations else None))
     if script_args.scorer_spec is not None:
         rank = PartialState().process_index
         cache = Path(training_args.output_dir) / f"rubric_ratings.rank{rank}.jsonl"
@@ -253,6 +289,12 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     if script_args.format_pattern:
         reward_funcs.append(FormatReward(script_args.format_pattern))
     rollout_func = make_greedy_anchor_rollout(training_args.num_generations) if script_args.greedy_anchor else None
+    if script_args.agent_locations:  # a search agent: the judge's multi-turn rollout with the policy's own tools
+        toolbox = ToolBox.from_locations(script_args.agent_locations, script_args.agent_tools, script_args.policy_topk)
+        rollout_func = make_trl_rollout_func(toolbox, RolloutConfig(
+            max_tool_calls=script_args.policy_max_tool_calls, max_turns=script_args.policy_max_tool_calls + 2,
+            max_information_tokens=script_args.policy_max_information_tokens,
+            sampling=SamplingParams(max_new_tokens=script_args.policy_max_new_tokens)))
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     return GRPOTrainer(model=model_path, reward_funcs=reward_funcs, args=training_args,

@@ -87,11 +87,14 @@ class TournamentReward:
     text), `id` names the prompt in the log (else a hash of the question), `answer` is the verifier's gold and
     `rubric` what a rubric group judge is shown.
     `verifier`: (completion text, gold answer) -> reward; routes only zero-variance groups to the tournament.
-    `anchor_position`: the index in each group that the rollout's greedy anchor must hold (checked per step)."""
+    `anchor_position`: the index in each group that the rollout's greedy anchor must hold (checked per step).
+    `candidate`: completion text -> what the judge is shown (a search agent's final answer, `openrm.agent`);
+    default: the whole completion."""
 
     def __init__(self, topology: Topology, arena: Arena, group_size: int, shaping: str | Shaping = "rank_z",
                  match_log: str | None = None, collective: Collective | None = None, name: str | None = None,
-                 verifier: Callable[[str, Any], float] | None = None, anchor_position: int | None = None):
+                 verifier: Callable[[str, Any], float] | None = None, anchor_position: int | None = None,
+                 candidate: Callable[[str], str] | None = None):
         if anchor_position is not None and not 0 <= anchor_position < group_size:
             raise ValueError(f"anchor_position {anchor_position} is outside a group of {group_size}")
         if group_size < 2:
@@ -101,7 +104,7 @@ class TournamentReward:
         self.topology, self.arena, self.group_size = topology, arena, group_size
         self.shaping: Shaping = SHAPINGS[shaping] if isinstance(shaping, str) else shaping
         self.match_log, self._collective = match_log, collective
-        self.verifier, self.anchor_position = verifier, anchor_position
+        self.verifier, self.anchor_position, self.candidate = verifier, anchor_position, candidate
         self.__name__ = name or f"tournament_{topology.name}"
 
     @property
@@ -121,7 +124,8 @@ class TournamentReward:
         rubrics = kwargs.get("rubric") or [None] * len(questions)
         if self.verifier is not None and len(answers) != len(questions):
             raise ValueError(f"{len(answers)} gold answers for {len(questions)} completions")
-        local = [_Row(str(i), str(q), completion_text(c), a, bool(f), r if isinstance(r, str) and r else None)
+        shown = self.candidate or (lambda text: text)
+        local = [_Row(str(i), str(q), shown(completion_text(c)), a, bool(f), r if isinstance(r, str) and r else None)
                  for i, q, c, a, f, r in zip(ids, questions, completions, answers, anchors, rubrics, strict=True)]
         comm = self.collective
         per_rank = comm.all_gather(local)

@@ -272,3 +272,86 @@ def test_a_bad_rubric_column_or_none_at_all_stops_before_training(policy_dir, tm
         _run(policy_dir, tmp_path / "a", "--rewards", "rubric", "--rubric_scorer", "toy", "--dataset", str(bad))
     with pytest.raises(ValueError, match="needs a rubric column"):
         _run(policy_dir, tmp_path / "b", "--rewards", "rubric", "--rubric_scorer", "toy")
+
+
+@pytest.fixture(scope="module")
+def agent_dir(tmp_path_factory):
+    """The toy agent task, bm25 indexes of world 0's fact passages and a tiny policy warmed up (60 steps) on gold
+    agent trajectories that always search."""
+    from retrieval.build_index import build_index
+    from toy.agent_task import ToyAgentTask
+    from toy.tiny import build
+    from toy.world import ToyWorld
+    from train import sft_warmup
+
+    root = tmp_path_factory.mktemp("agent")
+    world = ToyWorld(0)
+    task = ToyAgentTask(world)
+    with (root / "prompts.jsonl").open("w") as f:
+        for row in task.rows("grpo")[:16]:
+            f.write(json.dumps(row) + "\n")
+    with (root / "sft.jsonl").open("w") as f:
+        for record in task.sft_records(240, 1.0, random.Random(0)):
+            f.write(json.dumps(record) + "\n")
+    world.write_corpora(root / "corpora", "fact")
+    for name in ("wiki", "arxiv"):
+        build_index(root / "corpora" / f"{name}.tsv", "bm25", root / "indexes" / name, progress=False)
+    build(root / "tiny")
+    sft_warmup.main(*sft_warmup.parse([
+        "--dataset", str(root / "sft.jsonl"), "--model_name_or_path", str(root / "tiny"), "--output_dir",
+        str(root / "warm"), "--max_steps", "60", "--per_device_train_batch_size", "8", "--learning_rate", "1e-2",
+        "--lr_scheduler_type", "constant", "--disable_tqdm", "true", "--save_strategy", "no", "--report_to", "none",
+        "--use_cpu", "true", "--dtype", "float32", "--gradient_checkpointing", "false", "--logging_steps", "100"]))
+    return root, task
+
+
+@pytest.mark.slow
+def test_a_search_agent_searches_with_masked_evidence_and_its_judge_sees_only_the_final_answer(agent_dir, tmp_path,
+                                                                                              monkeypatch):
+    from openrm.agent import sample_agent_answers
+    from toy.oracle import ToyOracle
+    from train import grpo_policy
+
+    seen = []
+    compare = ToyOracle.compare_many
+    monkeypatch.setattr(ToyOracle, "compare_many", lambda self, items: (seen.extend(items), compare(self, items))[1])
+    root, task = agent_dir
+    locations = {name: str(root / "indexes" / name) for name in ("wiki", "arxiv")}
+    rows = task.rows("grpo")[:4]
+    samples = sample_agent_answers(root / "warm", [r["prompt"] for r in rows], 2, 1.0, locations, seed=0)
+    assert [len(g) for g in samples] == [2] * 4
+    assert sum(s["searches"] for g in samples for s in g) >= 4  # the warm-up always searches
+    for s in (s for g in samples for s in g):
+        assert "<information>" not in s["answer"] and s["tokens"] <= len(s["text"])
+    out = tmp_path / "run"
+    trainer = grpo_policy.main(*grpo_policy.parse([
+        "--config", str(ROOT / "configs/grpo_policy/tiny_cpu.yaml"), "--model_name_or_path", str(root / "warm"),
+        "--dataset", str(root / "prompts.jsonl"), "--output_dir", str(out), "--per_device_train_batch_size", "16",
+        "--num_generations", str(N_GEN), "--max_completion_length", "160", "--logging_steps", "1", "--max_steps", "1",
+        "--format_pattern", "", "--policy_retrievers", *[f"{k}={v}" for k, v in locations.items()],
+        "--policy_max_new_tokens", "40"]))
+    assert trainer.state.global_step == 1
+    records = _matches(out)
+    assert len(records) == 4 and all(len(r["matches"]) == 6 for r in records)
+    assert len(seen) == 4 * 6  # the oracle plays one order of each of C(4, 2) matches per group
+    shown = [text for _, x, y in seen for text in (x, y)]
+    bad = [text for text in shown for tag in ("<information>", "<search>", "<answer>", "Doc 1") if tag in text]
+    assert not bad, bad[:3]
+    grpo_rows = {r["question"]: r for r in task.rows("grpo")}
+    assert all(q in grpo_rows for q, _, _ in seen)
+
+
+def test_a_search_agents_arguments_are_checked():
+    from train.grpo_policy import PolicyArguments
+
+    with pytest.raises(ValueError, match="no --policy_retrievers entry serves"):
+        PolicyArguments(dataset="x", judge="toy-oracle", policy_retrievers=["wiki=runs/wiki"])
+    with pytest.raises(ValueError, match="greedy anchor"):
+        PolicyArguments(dataset="x", judge="toy-oracle", greedy_anchor=True,
+                        policy_retrievers=["wiki=w", "arxiv=a"])
+    with pytest.raises(ValueError, match="policy_max_information_tokens"):
+        PolicyArguments(dataset="x", judge="toy-oracle", policy_retrievers=["wiki=w", "arxiv=a"],
+                        policy_max_information_tokens=8)
+    args = PolicyArguments(dataset="x", judge="toy-oracle", policy_retrievers=["wiki=w", "arxiv=a"],
+                           policy_tools=["WIKI=wiki"])
+    assert [t.name for t in args.agent_tools] == ["WIKI"] and args.agent_locations == {"wiki": "w", "arxiv": "a"}

@@ -244,3 +244,17 @@ def test_two_cpu_processes_play_each_straddling_group_whole_and_once(tmp_path):
     assert got == pytest.approx(expected) and len(got) == 12
     assert sorted(map(tuple, seen[0] + seen[1])) == sorted(map(tuple, solo_judge.items))
     assert (tmp_path / "matches.rank1.jsonl").read_text().count("\n") == 1
+
+
+def test_a_search_agents_judge_sees_only_its_final_answers_never_the_evidence():
+    from openrm.agent import final_answer
+
+    evidence = '<search>WIKI("x")</search>\n<information>\nDoc 1 (Title: X) a-9 is the truth.\n</information>\n'
+    completions = [f"{evidence}<answer>a-{s}</answer>" if s % 2 else f"<answer>b-{s}</answer>" for s in range(4)]
+    judge = Perfect()
+    reward = TournamentReward(RoundRobin(), Arena(judge), 4, shaping="win_rate", collective=Solo(),
+                              candidate=final_answer)
+    got = call(reward, ["question?"] * 4, completions, ["p"] * 4)
+    assert got == [0.0, 1 / 3, 2 / 3, 1.0]  # ranked by the answers' own strengths, not the evidence's a-9
+    shown = {text for _, x, y in judge.items for text in (x, y)}
+    assert shown == {"b-0", "a-1", "b-2", "a-3"}

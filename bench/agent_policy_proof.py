@@ -1,0 +1,200 @@
+"""Learning proof of a search-agent policy trained on judge tournaments (train/grpo_policy.py with
+`--policy_retrievers`), SmolLM2-135M-Instruct on CPU: the toy agent task (toy/agent_task.py: questions about fictional
+facts, entities split into warm-up / GRPO / held-out), a warm-up that searches in a share of its trajectories, then
+GRPO per topology and seed with one match judge, each trained agent played against its step-0 self by the toy oracle.
+
+    .venv/bin/python bench/agent_policy_proof.py --judge toy-oracle --seeds 0 --topologies round_robin
+    .venv/bin/python bench/agent_policy_proof.py --judge runs/quickstart/judge --tag trained \\
+        --judge-retrievers wiki=runs/quickstart/indexes/wiki arxiv=runs/quickstart/indexes/arxiv
+    .venv/bin/python bench/agent_policy_proof.py --judge runs/quickstart/judge --tag trained-nosearch
+    .venv/bin/python bench/agent_policy_proof.py --table          # every finished run under --out, one table
+
+Reported per run, on held-out entities (never in a GRPO batch or the warm-up) and on the GRPO entities: the toy
+oracle's win rate of the trained agent against its step-0 self (T = 1 samples, ties half, 95 % bootstrap over
+prompts; 0.5 = no change), and of each agent's answers: the share stating the truth, refusing, hedging (naming more
+than one value), searches per answer and the agent's own tokens. Every stage is cached under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from toy.agent_task import PARTS, ToyAgentTask  # noqa: E402
+from toy.world import ToyWorld  # noqa: E402
+
+logger = logging.getLogger("bench.agent_policy_proof")
+CONFIG = ROOT / "configs/grpo_policy/smollm2_agent_cpu.yaml"
+REFUSALS = ("do not know", "don't know", "unknown", "cannot", "not sure")
+
+
+def write_data(task: ToyAgentTask, out: Path, sft_records: int, search_share: float, seed: int) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    for part in PARTS:
+        with (out / f"{part}.jsonl").open("w", encoding="utf-8") as f:
+            for row in task.rows(part):
+                f.write(json.dumps(row) + "\n")
+    with (out / "sft.jsonl").open("w", encoding="utf-8") as f:
+        for record in task.sft_records(sft_records, search_share, random.Random(f"agent:sft:{seed}")):
+            f.write(json.dumps(record) + "\n")
+    return out
+
+
+def answer_stats(oracle, rows: list[dict], samples: list[list[dict]]) -> dict[str, float]:
+    """Shares over every sampled answer: truth (the oracle's agreement), refusal, hedge (more than one value of
+    the asked attribute named), searches and the agent's own tokens per answer."""
+    flat = [(r["question"], s) for r, group in zip(rows, samples, strict=True) for s in group]
+    n = len(flat)
+    named = [oracle.named(q, s["answer"]) for q, s in flat]
+    return {"truth": sum(oracle.agreements(q, s["answer"]) == 1 for q, s in flat) / n,
+            "refusal": sum(not v and any(w in s["answer"].lower() for w in REFUSALS)
+                           for v, (_, s) in zip(named, flat, strict=True)) / n,
+            "hedge": sum(len(v) > 1 for v in named) / n,
+            "searches": sum(s["searches"] for _, s in flat) / n,
+            "tokens": sum(s["tokens"] for _, s in flat) / n}
+
+
+def samples_of(model: Path, rows: list[dict], args, locations: dict, cache: Path, seed: int) -> list[list[dict]]:
+    from openrm.agent import sample_agent_answers
+
+    if cache.exists():
+        return json.loads(cache.read_text())
+    out = sample_agent_answers(model, [r["prompt"] for r in rows], args.eval_samples, 1.0, locations, seed=seed)
+    cache.write_text(json.dumps(out) + "\n")
+    return out
+
+
+def evaluate(task: ToyAgentTask, warm: Path, run: Path, args, locations: dict, seed: int) -> dict:
+    from eval.head_to_head import head_to_head
+    from toy.oracle import ToyOracle
+
+    table = {}
+    for part in ("heldout", "grpo"):
+        rows = task.rows(part)[:args.eval_prompts]
+        before = samples_of(warm, rows, args, locations, warm / f"samples-{part}-{args.eval_samples}-s{seed}.json",
+                            1000 + seed)
+        after = samples_of(run, rows, args, locations, run / f"samples-{part}-{args.eval_samples}.json", 2000 + seed)
+        oracle = ToyOracle.from_rows(task.world, rows)
+        h2h = head_to_head(oracle, [r["question"] for r in rows], [[s["answer"] for s in g] for g in after],
+                           [[s["answer"] for s in g] for g in before], seed=seed)
+        table[part] = {"win_rate": h2h.win_rate, "ci": [h2h.ci_low, h2h.ci_high], "prompts": len(rows),
+                       "before": answer_stats(oracle, rows, before), "after": answer_stats(oracle, rows, after)}
+    return table
+
+
+def run_stats(run: Path) -> dict[str, float]:
+    state = json.loads((run / "trainer_state.json").read_text())
+    logs = [h for h in state["log_history"] if "tournament/judge_calls" in h]
+    runtime = next(h["train_runtime"] for h in state["log_history"] if "train_runtime" in h)
+    return {"judge_calls_per_step": statistics.fmean(h["tournament/judge_calls"] for h in logs),
+            "tie_rate": statistics.fmean(h["tournament/tie_rate"] for h in logs),
+            "seconds_per_step": runtime / state["global_step"], "steps": state["global_step"]}
+
+
+def grpo_runner(warm: Path, data: Path, run_dir: Path, steps: int, seed: int, extra: list[str]):
+    from train import grpo_policy
+
+    return lambda resume: grpo_policy.main(*grpo_policy.parse([
+        "--config", str(CONFIG), "--model_name_or_path", str(warm), "--dataset", str(data / "grpo.jsonl"),
+        "--output_dir", str(run_dir), "--max_steps", str(steps), "--seed", str(seed), *extra, *resume]))
+
+
+def ms(values) -> str:
+    values = list(values)
+    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}" if len(values) > 1 else \
+        f"{values[0]:.2f}"
+
+
+def print_table(out: Path) -> None:
+    results = {}
+    for path in sorted(out.glob("grpo-*/agent_result.json")):
+        r = json.loads(path.read_text())
+        results.setdefault((r["tag"], r["topology"]), []).append(r)
+    print("| match judge | topology | seeds | judge calls / step | s / step | held-out win rate vs step 0 | "
+          "truth before → after | searches / answer before → after | refusal, hedge after | GRPO-entity win rate |")
+    print("|---" * 10 + "|")
+    for (tag, topology), runs in sorted(results.items()):
+        h = [r["table"]["heldout"] for r in runs]
+        g = [r["table"]["grpo"] for r in runs]
+        ci = f" [{h[0]['ci'][0]:.2f}, {h[0]['ci'][1]:.2f}]" if len(runs) == 1 else ""
+        print(f"| {tag} | {topology} | {len(runs)} | {ms(r['judge_calls_per_step'] for r in runs)} | "
+              f"{ms(r['seconds_per_step'] for r in runs)} | {ms(x['win_rate'] for x in h)}{ci} | "
+              f"{ms(x['before']['truth'] for x in h)} → {ms(x['after']['truth'] for x in h)} | "
+              f"{ms(x['before']['searches'] for x in h)} → {ms(x['after']['searches'] for x in h)} | "
+              f"{ms(x['after']['refusal'] for x in h)}, {ms(x['after']['hedge'] for x in h)} | "
+              f"{ms(x['win_rate'] for x in g)} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/agent-proof"))
+    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument("--world", type=int, default=0, help="toy world of the task (the judge's world)")
+    parser.add_argument("--judge", default="toy-oracle", help="match judge: toy-oracle or an exported judge folder")
+    parser.add_argument("--judge-retrievers", nargs="*", default=[], help="CORPUS=LOCATION: the judge searches")
+    parser.add_argument("--tag", default="", help="the judge's name in folders and the table (default: oracle)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--topologies", nargs="+", default=["round_robin", "anchor"],
+                        help="anchor: each completion against the group's first, 3 matches of 4 completions (half "
+                             "of round robin's 6)")
+    parser.add_argument("--sft-records", type=int, default=320, help="warm-up trajectories (40 steps x 8)")
+    parser.add_argument("--search-share", type=float, default=0.3, help="warm-up trajectories that search")
+    parser.add_argument("--grpo-steps", type=int, default=30)
+    parser.add_argument("--eval-prompts", type=int, default=100, help="prompts per part in the head-to-head")
+    parser.add_argument("--eval-samples", type=int, default=2, help="answers per prompt and agent")
+    parser.add_argument("--extra", default="", help="more train/grpo_policy.py flags for every run")
+    parser.add_argument("--table", action="store_true", help="only print the table of finished runs")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    if args.table:
+        print_table(args.out)
+        return
+    from openrm.models import resolve
+    from toy.quickstart import toy_indexes
+    from toy.stages import built, trained
+    from toy.warmup import run_sft
+    from train import grpo_policy
+
+    world = ToyWorld(args.world)
+    task = ToyAgentTask(world)
+    data = write_data(task, args.out / "data", args.sft_records, args.search_share, 0)
+    world.write_corpora(args.out / "corpora", "fact")
+    indexes = toy_indexes(args.out / "corpora", args.out / "indexes")
+    locations = {name: str(path) for name, path in indexes.items()}
+    base = resolve(args.model)
+    steps, batch = args.sft_records // 8, 8
+    warm = built(args.out / "warm", {"base": base, "records": args.sft_records, "search_share": args.search_share},
+                 lambda: run_sft(data / "sft.jsonl", base, args.out / "warm", steps, batch, 1e-4, 0),
+                 "the agent's SFT warm-up")
+    tag = args.tag or ("oracle" if args.judge == "toy-oracle" else Path(args.judge).name)
+    judge = ["--judge", args.judge, "--world_seed", str(args.world)]
+    if args.judge_retrievers:
+        judge += ["--retrievers", *args.judge_retrievers]
+    agent = ["--policy_retrievers", *[f"{k}={v}" for k, v in locations.items()]]
+    for topology in args.topologies:
+        for seed in args.seeds:
+            run_dir = args.out / f"grpo-{tag}-{topology}-s{seed}"
+            started = time.perf_counter()
+            extra = [*judge, "--topology", topology, *agent, *args.extra.split()]
+            run = trained(run_dir, {"model": str(warm), "seed": seed, "extra": extra}, args.grpo_steps,
+                          grpo_policy.RUN_FILE, grpo_runner(warm, data, run_dir, args.grpo_steps, seed, extra),
+                          f"GRPO of the agent ({tag}, {topology}, seed {seed})")
+            table = evaluate(task, warm, run, args, locations, seed)
+            result = {"tag": tag, "topology": topology, "seed": seed, **run_stats(run), "table": table,
+                      "wall_seconds": time.perf_counter() - started}
+            (run_dir / "agent_result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+            logger.info("%s %s seed %d: %s", tag, topology, seed, json.dumps(table))
+    print_table(args.out)
+
+
+if __name__ == "__main__":
+    main()
