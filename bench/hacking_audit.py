@@ -35,6 +35,7 @@ def main() -> None:
     parser.add_argument("--retrievers", nargs="+", default=[], help="CORPUS=LOCATION; none: without search only")
     parser.add_argument("--kinds", nargs="+", default=list(KINDS))
     parser.add_argument("--per-kind", type=int, default=50)
+    parser.add_argument("--skip-no-search", action="store_true", help="audit with search only")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -52,7 +53,8 @@ def main() -> None:
     else:
         parser.error("give --data or --toy-world")
     retrievers = dict(r.split("=", 1) for r in args.retrievers)
-    modes = ([("with search", retrievers)] if retrievers else []) + [("no search", None)]
+    modes = ([("with search", retrievers)] if retrievers else []) + \
+        ([] if args.skip_no_search and retrievers else [("no search", None)])
     args.out.mkdir(parents=True, exist_ok=True)
     results = {}
     for mode, where in modes:
