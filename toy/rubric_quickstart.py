@@ -8,10 +8,13 @@ warm-up and the trained generator, beside the general-rubric, pointwise and pair
 
 A rerun reuses every finished stage.
 
-It still builds a tiny from-scratch generator (toy/tiny.py), not the packaged SmolLM2 the judge's quickstart uses:
-a from-scratch model learns the rubric's JSON format but cannot copy the query's entity from its prompt, so its gain
-is in validity, not in query-specific rubrics (bench/RESULTS.md). SmolLM2, which copies from its context, is the
-model on which query-specific rubrics can be learned.
+By default the generator is a tiny from-scratch model (toy/tiny.py, seconds a step): it learns the rubric's JSON
+format but cannot copy the query's entity from its prompt, so its gain is in validity, not in query-specific rubrics
+(bench/RESULTS.md). `--model smollm2-135m-instruct` (a packaged model's short name, or a folder) trains the
+pretrained model instead, which copies from its context, with configs/grpo_rubric_generator/smollm2_cpu.yaml:
+
+    python -m toy.rubric_quickstart --out runs/rubrics-smollm2 --model smollm2-135m-instruct --sft_steps 40 \
+        --sft_batch 8 --sft_learning_rate 1e-4 --grpo_steps 30
 """
 
 from __future__ import annotations
@@ -32,26 +35,48 @@ from toy.world import ToyWorld
 logger = logging.getLogger("openrm.rubric_quickstart")
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs/grpo_rubric_generator/tiny_cpu.yaml"
+PRETRAINED_CONFIG = ROOT / "configs/grpo_rubric_generator/smollm2_cpu.yaml"
 
 
 @dataclass
 class RubricQuickstartArguments:
     out: str = field(default="runs/rubrics", metadata={"help": "Folder for every artefact of the run."})
     seed: int = field(default=0, metadata={"help": "Seed of the toy world, the tiny generator and the warm-up."})
+    model: str = field(default="tiny", metadata={
+        "help": "tiny: a from-scratch generator; or a pretrained base (a packaged model's short name such as "
+                "smollm2-135m-instruct, or a folder), trained with configs/grpo_rubric_generator/smollm2_cpu.yaml."})
     n_queries: int = field(default=32, metadata={"help": "Distinct queries (half GRPO, half held out)."})
     samples_per_query: int = field(default=40, metadata={"help": "Warm-up rubrics per query."})
     heldout_per_query: int = field(default=2, metadata={"help": "Held-out triplets per held-out query."})
     hidden_size: int = field(default=64, metadata={"help": "Width of the tiny generator."})
     num_layers: int = field(default=2, metadata={"help": "Depth of the tiny generator."})
-    sft_steps: int = field(default=300, metadata={"help": "Warm-up steps (batch 32)."})
+    sft_steps: int = field(default=300, metadata={"help": "Warm-up steps."})
+    sft_batch: int = field(default=32, metadata={"help": "Warm-up records per step."})
     sft_learning_rate: float = field(default=1e-2, metadata={"help": "Peak warm-up learning rate (cosine)."})
     grpo_steps: int = field(default=40, metadata={"help": "GRPO steps."})
     grpo_args: str = field(default="", metadata={"help": "More train/grpo_rubric_generator.py flags."})
     eval_samples: int = field(default=4, metadata={"help": "Rubrics sampled (T = 1) per held-out triplet."})
+    max_new_tokens: int = field(default=0, metadata={
+        "help": "Rubric length cap in evaluation (0: 48 tokens for the tiny whole-word generator, 160 otherwise)."})
 
     def __post_init__(self) -> None:
-        if self.n_queries < 16 or min(self.samples_per_query, self.sft_steps, self.grpo_steps, self.eval_samples) < 1:
-            raise ValueError("n_queries must be >= 16 (8 GRPO queries per step); steps and samples >= 1")
+        if self.n_queries < 16 or min(self.samples_per_query, self.sft_steps, self.sft_batch, self.grpo_steps,
+                                      self.eval_samples) < 1:
+            raise ValueError("n_queries must be >= 16 (8 GRPO queries per step); steps, batch and samples >= 1")
+        if self.max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be >= 0, got {self.max_new_tokens}")
+
+    @property
+    def tiny(self) -> bool:
+        return self.model == "tiny"
+
+    @property
+    def config(self) -> Path:
+        return CONFIG if self.tiny else PRETRAINED_CONFIG
+
+    @property
+    def eval_tokens(self) -> int:
+        return self.max_new_tokens or (48 if self.tiny else 160)
 
 
 def write_task(task: ToyRubricTask, out: Path, samples: int, heldout_per_query: int, seed: int) -> Path:
@@ -74,39 +99,48 @@ def tiny_generator(out: Path, cfg: TinyConfig) -> Path:
     return out
 
 
-def warm_up(base: Path, data: Path, out: Path, steps: int, learning_rate: float, seed: int) -> Path:
+def warm_up(base: Path, data: Path, out: Path, steps: int, learning_rate: float, seed: int, batch: int = 32,
+            tiny: bool = True) -> Path:
     from train import sft_warmup
 
-    want = {"base": str(base), "steps": steps, "lr": learning_rate, "seed": seed}
+    want = {"base": str(base), "steps": steps, "lr": learning_rate, "seed": seed,
+            **({} if batch == 32 else {"batch": batch})}
+    if not tiny:
+        from toy.warmup import run_sft
+
+        return built(out, want, lambda: run_sft(data / "sft.jsonl", str(base), out, steps, batch, learning_rate, seed,
+                                                max_length=256),
+                     f"the noisy SFT warm-up of the generator ({steps} steps)")
     return built(out, want, lambda: sft_warmup.main(*sft_warmup.parse([
         "--dataset", str(data / "sft.jsonl"), "--model_name_or_path", str(base), "--output_dir", str(out),
-        "--max_steps", str(steps), "--per_device_train_batch_size", "32", "--learning_rate", str(learning_rate),
+        "--max_steps", str(steps), "--per_device_train_batch_size", str(batch), "--learning_rate", str(learning_rate),
         "--lr_scheduler_type", "cosine", "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "96",
         "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
         "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed), "--disable_tqdm", "true"])),
         f"the noisy SFT warm-up of the generator ({steps} steps)")
 
 
-def grpo(model: Path, data: Path, out: Path, steps: int, seed: int, extra: list[str]) -> Path:
+def grpo(model: Path, data: Path, out: Path, steps: int, seed: int, extra: list[str], config: Path = CONFIG) -> Path:
     from train import grpo_rubric_generator as g
 
     return trained(out, {"model": str(model), "seed": seed, "extra": extra}, steps, g.RUN_FILE,
                    lambda resume: g.main(*g.parse([
-                       "--config", str(CONFIG), "--model_name_or_path", str(model), "--dataset",
+                       "--config", str(config), "--model_name_or_path", str(model), "--dataset",
                        str(data / "grpo.jsonl"), "--output_dir", str(out), "--max_steps", str(steps), "--seed",
                        str(seed), *extra, *resume])),
                    "GRPO of the generator on the hybrid reward")
 
 
-def evaluate(data: Path, generator: Path, out: Path, samples: int, seed: int, methods: str, scorer: list[str]) -> dict:
+def evaluate(data: Path, generator: Path, out: Path, samples: int, seed: int, methods: str, scorer: list[str],
+             max_new_tokens: int = 48) -> dict:
     from trl import TrlParser
 
     from eval import rubrics
 
     (args,) = TrlParser(rubrics.RubricEvalArguments).parse_args_into_dataclasses([
         "--triplets", str(data / "heldout.jsonl"), "--out", str(out), "--generator_path", str(generator),
-        "--prompt_style", "compact", "--samples", str(samples), "--temperature", "1.0", "--max_new_tokens", "48",
-        "--seed", str(seed), "--methods", methods, *scorer])
+        "--prompt_style", "compact", "--samples", str(samples), "--temperature", "1.0",
+        "--max_new_tokens", str(max_new_tokens), "--seed", str(seed), "--methods", methods, *scorer])
     return rubrics.main(args)
 
 
@@ -115,12 +149,19 @@ def main(args: RubricQuickstartArguments, scorer: list[str] | None = None) -> di
     out, scorer = Path(args.out), scorer or ["--scorer", "toy", "--world_seed", str(args.seed)]
     task = ToyRubricTask(ToyWorld(args.seed), args.n_queries, seed=args.seed)
     data = write_task(task, out / "data", args.samples_per_query, args.heldout_per_query, args.seed)
-    base = tiny_generator(out / "tiny", TinyConfig.whole_word(args.seed, args.hidden_size, args.num_layers))
-    warm = warm_up(base, data, out / "warm", args.sft_steps, args.sft_learning_rate, args.seed)
-    trained = grpo(warm, data, out / "grpo", args.grpo_steps, args.seed, shlex.split(args.grpo_args))
+    if args.tiny:
+        base = tiny_generator(out / "tiny", TinyConfig.whole_word(args.seed, args.hidden_size, args.num_layers))
+    else:
+        from openrm.models import resolve
+
+        base = Path(resolve(args.model))
+    warm = warm_up(base, data, out / "warm", args.sft_steps, args.sft_learning_rate, args.seed, args.sft_batch,
+                   args.tiny)
+    trained = grpo(warm, data, out / "grpo", args.grpo_steps, args.seed, shlex.split(args.grpo_args), args.config)
     before = evaluate(data, warm, out / "eval-warm", args.eval_samples, args.seed,
-                      "generated,general,pointwise,pairwise", scorer)
-    after = evaluate(data, trained, out / "eval-grpo", args.eval_samples, args.seed, "generated", scorer)
+                      "generated,general,pointwise,pairwise", scorer, args.eval_tokens)
+    after = evaluate(data, trained, out / "eval-grpo", args.eval_samples, args.seed, "generated", scorer,
+                     args.eval_tokens)
     table = {"before": before["methods"], "after": after["methods"]}
     (out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
     b, a = before["methods"]["generated"], after["methods"]["generated"]
