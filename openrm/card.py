@@ -24,6 +24,7 @@ from openrm.tools import TOPK
 logger = logging.getLogger(__name__)
 
 CARD_NAME = "judge_card.json"
+RUN_CARD_NAME = "openrm_run.json"  # the same card, as training writes it beside the checkpoint
 CARD_FORMAT = "openrm-judge/1"
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from openrm import protocol
-from openrm.card import JudgeCard, RunSettings
+from openrm.card import RUN_CARD_NAME, JudgeCard, RunSettings
 from openrm.context import POLICIES, ContextFit, fit_pair
 from openrm.generation import Generator, SamplingParams
 from openrm.parsing import parse_response
@@ -341,11 +341,13 @@ def _context_length(path: str | os.PathLike, tokenizer: Any, card: JudgeCard, co
 
 
 def _settings(path: str | os.PathLike, options: Mapping[str, Any]) -> tuple[JudgeCard, int]:
-    """The folder's card (or defaults) with per-call overrides applied, and the batch size."""
+    """The folder's card with per-call overrides applied, and the batch size. The card: an exported judge's
+    `judge_card.json`, else a training run's `openrm_run.json` (a GRPO output folder is judged as it was trained),
+    else the defaults (a bare checkpoint)."""
     options = dict(options)
     batch_size = int(options.pop("batch_size", 64))
     unknown = sorted(set(options) - set(RunSettings.names()))
     if unknown:
         raise TypeError(f"unknown judge options {unknown}; accepted: {sorted(RunSettings.names())} and batch_size")
-    card = JudgeCard.read(path) or JudgeCard()
+    card = JudgeCard.read(path) or JudgeCard.read(path, RUN_CARD_NAME) or JudgeCard()
     return dataclasses.replace(card, **options), batch_size

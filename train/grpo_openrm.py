@@ -31,7 +31,7 @@ if __package__ in (None, ""):  # `accelerate launch train/grpo_openrm.py` runs t
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from openrm import protocol  # noqa: E402
-from openrm.card import JudgeCard, RunSettings  # noqa: E402
+from openrm.card import RUN_CARD_NAME, JudgeCard, RunSettings  # noqa: E402
 from openrm.reward import TOOL_TERMS, VARIANTS, RewardConfig, make_openrm_reward  # noqa: E402
 from openrm.rollout import make_trl_rollout_func  # noqa: E402
 from plumbing.arguments import Collect, parse_pairs  # noqa: E402
@@ -39,7 +39,7 @@ from retrieval.retriever import parse_locations  # noqa: E402
 from train.runs import resume_point, write_run_record  # noqa: E402
 
 logger = logging.getLogger("openrm.grpo")
-RUN_FILE = "openrm_run.json"  # the run's JudgeCard, beside the model
+RUN_FILE = RUN_CARD_NAME  # the run's JudgeCard, beside the model
 
 
 _SETTINGS = RunSettings()  # each setting's one default

@@ -255,6 +255,21 @@ def test_judge_card_settings_and_overrides(tiny_dir, tmp_path, retrievers):
         Judge.from_pretrained(folder, retrievers={"arxiv": retrievers["arxiv"]})
 
 
+def test_a_training_runs_folder_is_judged_with_the_settings_it_was_trained_with(tiny_dir, tmp_path):
+    from openrm.card import RUN_CARD_NAME
+
+    run = tmp_path / "grpo"
+    shutil.copytree(tiny_dir, run)
+    JudgeCard(prompt_style="compact", max_tool_calls=1, max_new_tokens=16).write(run, RUN_CARD_NAME)
+    judge = Judge.from_pretrained(run)
+    assert judge.prompt_style == "compact" and judge.rollout_cfg.max_tool_calls == 1
+    JudgeCard(prompt_style="full").write(run)  # an exported card beside it wins
+    assert Judge.from_pretrained(run).prompt_style == "full"
+    bare = tmp_path / "bare"
+    shutil.copytree(tiny_dir, bare)
+    assert Judge.from_pretrained(bare).prompt_style == JudgeCard().prompt_style
+
+
 def test_tie_verdicts_and_reference_answers_are_off_unless_asked(tokenizer):
     from openrm.parsing import parse_response
     from openrm.tournament.judges import JudgePairwise
