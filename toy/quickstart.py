@@ -8,8 +8,9 @@ searching → GRPO with live search → export → both-order judging of held-ou
 The toy world's facts are fictional, so a judge can only decide its pairs by searching. The warm-up teaches the
 protocol, the right corpus and the copy, but searches in only 30 % of its trajectories and answers at once, a guess,
 in the rest, so its greedy judge does not search; GRPO (configs/grpo_openrm/smollm2_cpu.yaml, reward `composite`)
-pays for the right verdict and for searching the right corpus, and the table shows what it moved. A rerun reuses
-every finished stage and resumes an interrupted GRPO run.
+pays for the right verdict and for searching the right corpus, and the table shows what it moved. A quarter of the
+training pairs (warm-up and GRPO) set the right answer against a hedge naming both values, so the judge does not
+pay a policy for hedging. A rerun reuses every finished stage and resumes an interrupted GRPO run.
 """
 
 from __future__ import annotations
@@ -60,9 +61,10 @@ class QuickstartArguments:
         "help": "Warm up on trajectories whose tool carries no information (each tool equally often per kind of "
                 "fact), leaving the tool choice to GRPO; false: the gold tool. (On SmolLM2, 30 GRPO steps teach "
                 "the tool choice on one seed in three: bench/RESULTS.md, Stage A.)"})
-    hedge_share: float = field(default=0.0, metadata={
+    hedge_share: float = field(default=0.25, metadata={
         "help": "Share of the training pairs (warm-up and GRPO) whose wrong answer is a hedge naming both values, "
-                "so the judge learns that naming every value does not win (bench/hacking_audit.py measures it)."})
+                "so the judge learns that naming every value does not win (bench/hacking_audit.py measures it; "
+                "0: none)."})
     grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
     threads: int = field(default=0, metadata={

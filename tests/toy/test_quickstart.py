@@ -28,10 +28,12 @@ def test_quickstart_runs_the_whole_slice_on_smollm2_and_reuses_stages(tmp_path):
     assert json.loads((tmp_path / "indexes" / "wiki" / "manifest.json").read_text())["n_passages"] == n_facts
     train = [json.loads(line) for line in (tmp_path / "data" / "train.jsonl").read_text().splitlines()]
     assert {r["meta"]["style"] for r in train} == {"short"} and len(train) == 40
+    assert sum(r["id"].endswith("-hedge") for r in train) == 10  # a quarter against a hedge, by default
     assert {r["domain"] for r in train} == {"wiki", "science", "medical"}
     assert json.loads((tmp_path / "grpo" / "openrm_run.json").read_text())["global_step"] == 1
     warm = json.loads((tmp_path / "judge-sft" / "warmup.json").read_text())
     assert warm["random_tool"] is False and warm["search_share"] == 0.3 and warm["steps"] == 2
+    assert warm["hedge_share"] == 0.25
     assert "smollm2-135m-instruct" in warm["base"]
     card = json.loads((tmp_path / "judge" / "judge_card.json").read_text())
     assert card["prompt_style"] == "compact" and card["topk"] == 1  # judged as smollm2_cpu.yaml trains it
@@ -222,8 +224,7 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     args = argparse.Namespace(stage="a", seeds=[0, 1], model="smollm2-135m-instruct", sft_steps=40, sft_batch=8,
                               sft_lr=1e-4, domains=["wiki", "science"], variants=["composite", "em_only"],
                               grpo_steps=30, grpo_lr=1e-5, tool_term="share", grpo_generations=8, grpo_beta=0.04,
-                              grpo_batch=None,
-                              out=tmp_path)
+                              grpo_batch=None, hedge_share=0.0, out=tmp_path)
     runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
     assert [(name, plan.random_tool, plan.seed) for name, plan in warmed] == [
         ("a-sft-s0-40x8", True, 0), ("a-sft-s1-40x8", True, 1)]
@@ -245,6 +246,12 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
         ("c-sft-s2-40x8-search0.3", False, 0.3)]
     assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-s2"]
     assert "searches_per_order" in proof.table(runs, args).splitlines()[0]
+    # hedged training pairs: the warm-up plan carries the share, and the warm-up and run folders name it
+    warmed.clear(), trained.clear()
+    args.hedge_share = 0.25
+    proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
+    assert [(name, plan.hedge_share) for name, plan in warmed] == [("c-sft-s2-40x8-search0.3-hedge0.25", 0.25)]
+    assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-hedge0.25-s2"]
 
 
 def test_tool_choice_log_splits_rewards_by_gold_and_first_called_tool():
@@ -270,7 +277,7 @@ def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
 
     proof = importlib.import_module("bench.learning_proof")
     args = argparse.Namespace(tool_term="share", grpo_steps=30, grpo_lr=1e-5, grpo_generations=None, grpo_beta=None,
-                              grpo_batch=None)
+                              grpo_batch=None, hedge_share=0.0)
     extra = proof.grpo_overrides(args, "composite", 0, tmp_path)
     assert "--num_generations" not in extra and "--beta" not in extra and proof.run_suffix(args) == "-30x1e-05"
 
