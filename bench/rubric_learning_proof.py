@@ -21,9 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from openrm.rubrics.record import RubricError, parse_rubric, strip_thinking  # noqa: E402
 from toy.rubric_quickstart import RubricQuickstartArguments, main  # noqa: E402
 from toy.rubric_scorer import ToyScorer, scorer_app  # noqa: E402
-from toy.rubric_task import toy_entities  # noqa: E402
+from toy.rubric_task import entity_words, toy_entities  # noqa: E402
 from toy.world import ToyWorld  # noqa: E402
 
 
@@ -35,6 +36,29 @@ def start_server(app, port: int):
     while not server.started:
         time.sleep(0.05)
     return server
+
+
+def entity_naming(eval_dir: Path, heldout: Path, entities: frozenset[str]) -> dict:
+    """Among the generated rubrics that parse: the share naming the held-out query's own entity, and the share naming
+    another entity of the world (the only way a rubric separates the toy reports is to name the query's)."""
+    entity_of = {}
+    for line in heldout.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        entity_of[row["id"]] = row["meta"]["entity"]
+    valid = own = other = 0
+    for line in (eval_dir / "rubrics.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        for text in row["rubrics"]:
+            try:
+                rubric = parse_rubric(strip_thinking(text))
+            except RubricError:
+                continue
+            named = entity_words(" ".join(f"{it.title} {it.description}" for it in rubric.items), entities)
+            valid += 1
+            own += entity_of[row["id"]] in named
+            other += bool(named - {entity_of[row["id"]]})
+    return {"valid_rubrics": valid, "names_own_entity": own / valid if valid else None,
+            "names_other_entity": other / valid if valid else None}
 
 
 def main_cli() -> None:
@@ -53,18 +77,27 @@ def main_cli() -> None:
     table = main(qs, scorer=flags)
     seconds = time.perf_counter() - started
     server.should_exit = True
+    entities, out = toy_entities(ToyWorld(qs.seed)), Path(args.out)
+    naming = {stage: entity_naming(out / f"eval-{stage}", out / "data/heldout.jsonl", entities)
+              for stage in ("warm", "grpo")}
     b, a = table["before"], table["after"]
     rows = [("generator, step 0 (warm-up)", b["generated"]), ("generator, after GRPO", a["generated"]),
             ("general rubric", b["general"]), ("pointwise, no rubric", b["pointwise"]),
             ("pairwise, no rubric", b["pairwise"])]
-    print("| method | valid JSON | preference accuracy | paired Cohen's d | rows |")
-    print("|---|---|---|---|---|")
-    for name, m in rows:
-        valid = "–" if m["valid_rate"] is None else f"{m['valid_rate']:.3f}"
-        d = "–" if m["cohens_d"] is None else f"{m['cohens_d']:.3f}"
-        print(f"| {name} | {valid} | {m['accuracy']:.3f} | {d} | {m['rows']} |")
+    names = [naming["warm"], naming["grpo"], {}, {}, {}]
+
+    def cell(value) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    print("| method | valid JSON | preference accuracy | among valid rubrics | names the query's entity "
+          "| names another entity | paired Cohen's d | rows |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (name, m), n in zip(rows, names, strict=True):
+        print(f"| {name} | {cell(m['valid_rate'])} | {m['accuracy']:.3f} | {cell(m.get('scored_accuracy'))} "
+              f"| {cell(n.get('names_own_entity'))} | {cell(n.get('names_other_entity'))} | {cell(m['cohens_d'])} "
+              f"| {m['rows']} |")
     print(f"\nwall time (all stages not cached before): {seconds:.0f} s")
-    (Path(args.out) / "proof.json").write_text(json.dumps({**table, "seconds": seconds}, indent=2) + "\n")
+    (out / "proof.json").write_text(json.dumps({**table, "naming": naming, "seconds": seconds}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -134,10 +134,18 @@ def render(results: dict[str, MethodResult], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def scored_accuracy(deltas: Sequence[float | None]) -> float | None:
+    """Preference accuracy over the rows that were scored (a generated rubric that parsed and was rated): how well
+    the valid rubrics separate the reports, apart from how often the generator writes one. None when none was."""
+    scored = [d for d in deltas if d is not None]
+    return preference_accuracy(scored) if scored else None
+
+
 def write_report(results: dict[str, MethodResult], out: Path, title: str, settings: dict) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     body = {"settings": settings, "methods": {k: {"rows": r.rows, "accuracy": r.accuracy, "cohens_d": r.cohens_d,
-                                                  "unscored": r.unscored, "valid_rate": r.valid_rate}
+                                                  "unscored": r.unscored, "valid_rate": r.valid_rate,
+                                                  "scored_accuracy": scored_accuracy(r.deltas)}
                                               for k, r in results.items()}}
     (out / "report.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render(results, title), encoding="utf-8")

@@ -69,14 +69,16 @@ def test_each_method_equals_the_hand_count(method, accuracy, cohens_d, unscored,
     assert result.valid_rate == valid
 
 
-@pytest.mark.parametrize("deltas,accuracy,d", [
-    ([0.5, 0.5], 1.0, None),            # sd 0: undefined
-    ([None, 0.2, -0.2], 1 / 3, 0.0),
-    ([0.1], 1.0, None),                 # one row: undefined
+@pytest.mark.parametrize("deltas,accuracy,d,scored", [
+    ([0.5, 0.5], 1.0, None, 1.0),            # sd 0: undefined
+    ([None, 0.2, -0.2], 1 / 3, 0.0, 0.5),    # the unscored row counts 0 overall, not among the scored
+    ([0.1], 1.0, None, 1.0),                 # one row: undefined
+    ([None, None], 0.0, None, None),         # nothing scored
 ])
-def test_metric_edge_cases(deltas, accuracy, d):
+def test_metric_edge_cases(deltas, accuracy, d, scored):
     assert math.isclose(ev.preference_accuracy(deltas), accuracy)
     assert ev.paired_cohens_d(deltas) == d
+    assert ev.scored_accuracy(deltas) == scored
 
 
 def test_cli_writes_the_report_on_toy_triplets(tmp_path):
