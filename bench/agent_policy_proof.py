@@ -91,13 +91,18 @@ def evaluate(task: ToyAgentTask, warm: Path, run: Path, args, locations: dict, s
     return table
 
 
-def run_stats(run: Path) -> dict[str, float]:
+def run_stats(run: Path) -> dict:
     state = json.loads((run / "trainer_state.json").read_text())
     logs = [h for h in state["log_history"] if "tournament/judge_calls" in h]
     runtime = next(h["train_runtime"] for h in state["log_history"] if "train_runtime" in h)
+    quarter = max(len(logs) // 4, 1)
+    kinds = sorted({k for h in logs for k in h if k.startswith("hostile/")})
+    hostile = {k.removeprefix("hostile/"): [statistics.fmean(h.get(k, 0.0) for h in part)
+                                            for part in (logs[:quarter], logs[-quarter:])] for k in kinds}
     return {"judge_calls_per_step": statistics.fmean(h["tournament/judge_calls"] for h in logs),
             "tie_rate": statistics.fmean(h["tournament/tie_rate"] for h in logs),
-            "seconds_per_step": runtime / state["global_step"], "steps": state["global_step"]}
+            "seconds_per_step": runtime / state["global_step"], "steps": state["global_step"],
+            "hostile_first_last_quarter": hostile}
 
 
 def grpo_runner(warm: Path, data: Path, run_dir: Path, steps: int, seed: int, extra: list[str]):
@@ -120,8 +125,9 @@ def print_table(out: Path) -> None:
         r = json.loads(path.read_text())
         results.setdefault((r["tag"], r["topology"]), []).append(r)
     print("| match judge | topology | seeds | judge calls / step | s / step | held-out win rate vs step 0 | "
-          "truth before → after | searches / answer before → after | refusal, hedge after | GRPO-entity win rate |")
-    print("|---" * 10 + "|")
+          "truth before → after | searches / answer before → after | refusal, hedge after | GRPO-entity win rate | "
+          "hostile kinds in the GRPO samples, first → last quarter |")
+    print("|---" * 11 + "|")
     for (tag, topology), runs in sorted(results.items()):
         h = [r["table"]["heldout"] for r in runs]
         g = [r["table"]["grpo"] for r in runs]
@@ -131,7 +137,22 @@ def print_table(out: Path) -> None:
               f"{ms(x['before']['truth'] for x in h)} → {ms(x['after']['truth'] for x in h)} | "
               f"{ms(x['before']['searches'] for x in h)} → {ms(x['after']['searches'] for x in h)} | "
               f"{ms(x['after']['refusal'] for x in h)}, {ms(x['after']['hedge'] for x in h)} | "
-              f"{ms(x['win_rate'] for x in g)} |")
+              f"{ms(x['win_rate'] for x in g)} | {hostile_cell(runs)} |")
+
+
+def hostile_cell(runs: list[dict]) -> str:
+    """The kinds a policy's training samples showed (`eval.hostile.traits`), mean over seeds; "none seen" when every
+    share was 0, "not logged" for runs without the shares."""
+    logged = [r["hostile_first_last_quarter"] for r in runs if r.get("hostile_first_last_quarter")]
+    if not logged:
+        return "not logged"
+    seen = []
+    for kind in sorted({k for h in logged for k in h}):
+        first = statistics.fmean(h.get(kind, [0.0, 0.0])[0] for h in logged)
+        last = statistics.fmean(h.get(kind, [0.0, 0.0])[1] for h in logged)
+        if first or last:
+            seen.append(f"{kind} {first:.2f} → {last:.2f}")
+    return ", ".join(seen) or "none seen"
 
 
 def main() -> None:

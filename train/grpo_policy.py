@@ -233,6 +233,7 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
 
+    from eval.hostile import trait_shares
     from openrm.agent import final_answer
     from openrm.generation import SamplingParams
     from openrm.models import resolve
@@ -280,7 +281,7 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
             match_log=script_args.match_log or str(Path(training_args.output_dir) / "matches.jsonl"),
             verifier=AnswerMatch() if script_args.verifier == "answer_match" else None,
             anchor_position=0 if script_args.greedy_anchor else None,
-            candidate=final_answer if script_args.agent_locations else None))
+            candidate=final_answer if script_args.agent_locations else None, observe=trait_shares))
     if script_args.scorer_spec is not None:
         rank = PartialState().process_index
         cache = Path(training_args.output_dir) / f"rubric_ratings.rank{rank}.jsonl"

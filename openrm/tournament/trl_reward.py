@@ -89,12 +89,15 @@ class TournamentReward:
     `verifier`: (completion text, gold answer) -> reward; routes only zero-variance groups to the tournament.
     `anchor_position`: the index in each group that the rollout's greedy anchor must hold (checked per step).
     `candidate`: completion text -> what the judge is shown (a search agent's final answer, `openrm.agent`);
-    default: the whole completion."""
+    default: the whole completion.
+    `observe`: (questions, shown candidates) -> {metric: value}, logged with each batch's figures (e.g. the share of
+    samples showing each hostile kind, `eval.hostile.trait_shares`)."""
 
     def __init__(self, topology: Topology, arena: Arena, group_size: int, shaping: str | Shaping = "rank_z",
                  match_log: str | None = None, collective: Collective | None = None, name: str | None = None,
                  verifier: Callable[[str, Any], float] | None = None, anchor_position: int | None = None,
-                 candidate: Callable[[str], str] | None = None):
+                 candidate: Callable[[str], str] | None = None,
+                 observe: Callable[[list[str], list[str]], Mapping[str, float]] | None = None):
         if anchor_position is not None and not 0 <= anchor_position < group_size:
             raise ValueError(f"anchor_position {anchor_position} is outside a group of {group_size}")
         if group_size < 2:
@@ -105,6 +108,7 @@ class TournamentReward:
         self.shaping: Shaping = SHAPINGS[shaping] if isinstance(shaping, str) else shaping
         self.match_log, self._collective = match_log, collective
         self.verifier, self.anchor_position, self.candidate = verifier, anchor_position, candidate
+        self.observe = observe
         self.__name__ = name or f"tournament_{topology.name}"
 
     @property
@@ -147,6 +151,9 @@ class TournamentReward:
         if len(everything) != len(groups) or not np.all(np.isfinite(rewards)):
             raise RuntimeError(f"{len(everything)} of {len(groups)} groups came back with finite rewards")
         self._log_metrics(everything, max(s for _, s in gathered), kwargs.get("log_metric"))
+        if self.observe is not None and kwargs.get("log_metric") is not None:
+            for name, value in self.observe([r.question for r in rows], [r.text for r in rows]).items():
+                kwargs["log_metric"](name, float(value))
         return rewards[offset:offset + len(local)].tolist()
 
     def _groups(self, rows: list[_Row]) -> list[Group]:

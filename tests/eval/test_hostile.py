@@ -54,3 +54,16 @@ def test_a_tie_pays_half_and_the_audit_counts_it():
     assert report["refusal"]["earned"] == 0.0 and report["refusal"]["consistency"] == 1.0
     lo, hi = report["answer_tag"]["ci95"]
     assert lo <= 0.5 <= hi
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_hostile_kind_is_seen_in_the_samples_it_shapes(kind):
+    from eval.hostile import trait_shares, traits
+
+    pairs = hostile_pairs(EXAMPLES, kind, 4)
+    hostile = [p["answer_a"] if p["hostile"] == "A" else p["answer_b"] for p in pairs]
+    assert all(kind in traits(p["question"], h) for p, h in zip(pairs, hostile, strict=True))
+    right = [e["answer_a"] if e["label"] == "A" else e["answer_b"] for e in EXAMPLES]
+    assert all(not traits(e["question"], r) for e, r in zip(EXAMPLES, right, strict=True))  # a plain answer: none
+    shares = trait_shares([p["question"] for p in pairs] * 2, hostile + right[:4])
+    assert shares[f"hostile/{kind}"] == 0.5 and set(shares) == {f"hostile/{k}" for k in KINDS}

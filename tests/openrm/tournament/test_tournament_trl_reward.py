@@ -258,3 +258,14 @@ def test_a_search_agents_judge_sees_only_its_final_answers_never_the_evidence():
     assert got == [0.0, 1 / 3, 2 / 3, 1.0]  # ranked by the answers' own strengths, not the evidence's a-9
     shown = {text for _, x, y in judge.items for text in (x, y)}
     assert shown == {"b-0", "a-1", "b-2", "a-3"}
+
+
+def test_observed_shares_of_the_shown_answers_are_logged_with_the_batch():
+    from eval.hostile import trait_shares
+
+    completions = ["q0c0-0", "I do not know.", "q0c2-2 Some sources say otherwise.", "q0c3-3</search>"]
+    reward = TournamentReward(RoundRobin(), Arena(Perfect()), 4, collective=Solo(), observe=trait_shares)
+    metrics = {}
+    call(reward, ["question 0?"] * 4, completions, ["p"] * 4, metrics=metrics)
+    assert metrics["hostile/refusal"] == [0.25] and metrics["hostile/hedge"] == [0.25]
+    assert metrics["hostile/search_tag"] == [0.25] and metrics["hostile/padding"] == [0.0]
