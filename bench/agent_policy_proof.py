@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from toy.agent_task import PARTS, ToyAgentTask  # noqa: E402
+from toy.stages import write_task_files  # noqa: E402
 from toy.world import ToyWorld  # noqa: E402
 
 logger = logging.getLogger("bench.agent_policy_proof")
@@ -38,15 +39,8 @@ REFUSALS = ("do not know", "don't know", "unknown", "cannot", "not sure")
 
 
 def write_data(task: ToyAgentTask, out: Path, sft_records: int, search_share: float, seed: int) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    for part in PARTS:
-        with (out / f"{part}.jsonl").open("w", encoding="utf-8") as f:
-            for row in task.rows(part):
-                f.write(json.dumps(row) + "\n")
-    with (out / "sft.jsonl").open("w", encoding="utf-8") as f:
-        for record in task.sft_records(sft_records, search_share, random.Random(f"agent:sft:{seed}")):
-            f.write(json.dumps(record) + "\n")
-    return out
+    sft = task.sft_records(sft_records, search_share, random.Random(f"agent:sft:{seed}"))
+    return write_task_files(out, {**{part: task.rows(part) for part in PARTS}, "sft": sft})
 
 
 def answer_stats(oracle, rows: list[dict], samples: list[list[dict]]) -> dict[str, float]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toy.policy_task import FORMAT_PATTERN, PARTS, ToyPolicyTask
-from toy.stages import built, trained
+from toy.stages import built, trained, write_task_files
 from toy.tiny import TinyConfig, built_from
 from toy.tiny import build as build_tiny
 from toy.world import ToyWorld
@@ -66,15 +66,8 @@ def stage(n: int, message: str, *args) -> None:
 
 
 def write_task(task: ToyPolicyTask, out: Path, samples: int, seed: int) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    for part in PARTS:
-        with (out / f"{part}.jsonl").open("w", encoding="utf-8") as f:
-            for row in task.rows(part):
-                f.write(json.dumps(row) + "\n")
-    with (out / "sft.jsonl").open("w", encoding="utf-8") as f:
-        for record in task.sft_records(samples, random.Random(f"policy:sft:{seed}")):
-            f.write(json.dumps(record) + "\n")
-    return out
+    return write_task_files(out, {**{part: task.rows(part) for part in PARTS},
+                                  "sft": task.sft_records(samples, random.Random(f"policy:sft:{seed}"))})
 
 
 def tiny_policy(out: Path, cfg: TinyConfig) -> Path:

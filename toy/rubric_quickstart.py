@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toy.rubric_task import PARTS, ToyRubricTask, add_rubric_tokens
-from toy.stages import built, trained
+from toy.stages import built, trained, write_task_files
 from toy.tiny import TinyConfig, built_from
 from toy.tiny import build as build_tiny
 from toy.world import ToyWorld
@@ -80,15 +80,9 @@ class RubricQuickstartArguments:
 
 
 def write_task(task: ToyRubricTask, out: Path, samples: int, heldout_per_query: int, seed: int) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    for part, per in zip(PARTS, (1, heldout_per_query), strict=True):
-        with (out / f"{part}.jsonl").open("w", encoding="utf-8") as f:
-            for row in task.triplets(part, per):
-                f.write(json.dumps(row) + "\n")
-    with (out / "sft.jsonl").open("w", encoding="utf-8") as f:
-        for record in task.sft_records(samples, random.Random(f"rubric:sft:{seed}")):
-            f.write(json.dumps(record) + "\n")
-    return out
+    return write_task_files(out, {**{part: task.triplets(part, per)
+                                     for part, per in zip(PARTS, (1, heldout_per_query), strict=True)},
+                                  "sft": task.sft_records(samples, random.Random(f"rubric:sft:{seed}"))})
 
 
 def tiny_generator(out: Path, cfg: TinyConfig) -> Path:

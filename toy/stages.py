@@ -64,3 +64,13 @@ def on_gpu() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def write_task_files(out: Path, parts: dict[str, Any]) -> Path:
+    """A task's files: each `name -> rows` as `out/<name>.jsonl`, one JSON record a line."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, rows in parts.items():
+        with (out / f"{name}.jsonl").open("w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+    return out
