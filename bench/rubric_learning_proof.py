@@ -4,6 +4,13 @@ naming the query's entity rate reports that mention it higher), the tiny generat
 then GRPO; held-out valid-JSON rate and preference accuracy of the warm-up (step 0) and the trained generator.
 
     OMP_NUM_THREADS=2 .venv/bin/python bench/rubric_learning_proof.py --out runs/rubric-proof
+    OMP_NUM_THREADS=2 .venv/bin/python bench/rubric_learning_proof.py --out runs/rubric-smollm2-s0 \
+        --model smollm2-135m-instruct --sft_steps 40 --sft_batch 8 --sft_learning_rate 1e-4 --grpo_steps 30 --seed 0
+    .venv/bin/python bench/rubric_learning_proof.py --table runs/rubric-smollm2-s0 runs/rubric-smollm2-s1  # mean ± sd
+
+Besides valid JSON and preference accuracy (an invalid rubric counts as a miss), the table gives the accuracy among
+the rubrics that were scored, and the share of valid rubrics naming the held-out query's own entity or another one
+(the toy scorer pays only for the query's).
 
 Every stage is cached under --out (toy.rubric_quickstart); the table goes to stdout and `<out>/proof.json`.
 """
@@ -13,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import statistics
 import sys
 import threading
 import time
@@ -61,11 +69,53 @@ def entity_naming(eval_dir: Path, heldout: Path, entities: frozenset[str]) -> di
             "names_other_entity": other / valid if valid else None}
 
 
+ROWS = (("generator, step 0 (warm-up)", "before", "generated", "warm"), ("generator, after GRPO", "after", "generated",
+                                                                          "grpo"),
+        ("general rubric", "before", "general", None), ("pointwise, no rubric", "before", "pointwise", None),
+        ("pairwise, no rubric", "before", "pairwise", None))
+
+
+def summary(out: Path) -> dict:
+    """One finished proof folder: its seed, the held-out metrics per row and the entity-naming shares."""
+    proof = json.loads((out / "proof.json").read_text())
+    entities = toy_entities(ToyWorld(proof["seed"]))
+    naming = {stage: entity_naming(out / f"eval-{stage}", out / "data/heldout.jsonl", entities)
+              for stage in ("warm", "grpo")}
+    return {"seed": proof["seed"], "seconds": proof["seconds"], "naming": naming,
+            "rows": {name: {**proof[when][method], **(naming[stage] if stage else {})}
+                     for name, when, method, stage in ROWS}}
+
+
+def print_table(summaries: list[dict]) -> None:
+    """The proof's table: one seed's values, or mean ± sd over seeds."""
+    def cell(name: str, key: str) -> str:
+        values = [s["rows"][name].get(key) for s in summaries]
+        if any(v is None for v in values):
+            return "–"
+        if len(values) == 1:
+            return f"{values[0]:.3f}"
+        return f"{statistics.fmean(values):.3f} ± {statistics.stdev(values):.3f}"
+
+    print(f"seeds {[s['seed'] for s in summaries]}")
+    print("| method | valid JSON | preference accuracy | among valid rubrics | names the query's entity "
+          "| names another entity | paired Cohen's d | rows |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, *_ in ROWS:
+        print(f"| {name} | {cell(name, 'valid_rate')} | {cell(name, 'accuracy')} | {cell(name, 'scored_accuracy')} "
+              f"| {cell(name, 'names_own_entity')} | {cell(name, 'names_other_entity')} | {cell(name, 'cohens_d')} "
+              f"| {summaries[0]['rows'][name]['rows']} |")
+
+
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/rubric-proof")
     parser.add_argument("--port", type=int, default=8011)
+    parser.add_argument("--table", nargs="+", type=Path, default=None, metavar="OUT",
+                        help="only print the table over these finished proof folders (one per seed)")
     args, rest = parser.parse_known_args()
+    if args.table:
+        print_table([summary(out) for out in args.table])
+        return
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     (qs,) = __import__("trl").TrlParser(RubricQuickstartArguments).parse_args_into_dataclasses(
         ["--out", args.out, *rest])
@@ -77,27 +127,10 @@ def main_cli() -> None:
     table = main(qs, scorer=flags)
     seconds = time.perf_counter() - started
     server.should_exit = True
-    entities, out = toy_entities(ToyWorld(qs.seed)), Path(args.out)
-    naming = {stage: entity_naming(out / f"eval-{stage}", out / "data/heldout.jsonl", entities)
-              for stage in ("warm", "grpo")}
-    b, a = table["before"], table["after"]
-    rows = [("generator, step 0 (warm-up)", b["generated"]), ("generator, after GRPO", a["generated"]),
-            ("general rubric", b["general"]), ("pointwise, no rubric", b["pointwise"]),
-            ("pairwise, no rubric", b["pairwise"])]
-    names = [naming["warm"], naming["grpo"], {}, {}, {}]
-
-    def cell(value) -> str:
-        return "–" if value is None else f"{value:.3f}"
-
-    print("| method | valid JSON | preference accuracy | among valid rubrics | names the query's entity "
-          "| names another entity | paired Cohen's d | rows |")
-    print("|---|---|---|---|---|---|---|---|")
-    for (name, m), n in zip(rows, names, strict=True):
-        print(f"| {name} | {cell(m['valid_rate'])} | {m['accuracy']:.3f} | {cell(m.get('scored_accuracy'))} "
-              f"| {cell(n.get('names_own_entity'))} | {cell(n.get('names_other_entity'))} | {cell(m['cohens_d'])} "
-              f"| {m['rows']} |")
+    out = Path(args.out)
+    (out / "proof.json").write_text(json.dumps({**table, "seed": qs.seed, "seconds": seconds}, indent=2) + "\n")
+    print_table([summary(out)])
     print(f"\nwall time (all stages not cached before): {seconds:.0f} s")
-    (out / "proof.json").write_text(json.dumps({**table, "naming": naming, "seconds": seconds}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
