@@ -114,6 +114,9 @@ def main_cli() -> None:
                         help="only print the table over these finished proof folders (one per seed)")
     args, rest = parser.parse_known_args()
     if args.table:
+        missing = [str(out) for out in args.table if not (out / "proof.json").exists()]
+        if missing:
+            parser.error(f"no finished proof (proof.json) in {', '.join(missing)}")
         print_table([summary(out) for out in args.table])
         return
     logging.basicConfig(level=logging.INFO, format="%(message)s")
