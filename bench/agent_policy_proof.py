@@ -118,15 +118,18 @@ def print_table(out: Path) -> None:
     for path in sorted(out.glob("grpo-*/agent_result.json")):
         r = json.loads(path.read_text())
         results.setdefault((r["tag"], r["topology"]), []).append(r)
-    print("| match judge | topology | seeds | judge calls / step | s / step | held-out win rate vs step 0 | "
+    print("| match judge | topology | seeds | judge calls / step | judge tie rate | s / step | "
+          "held-out win rate vs step 0 | "
           "truth before → after | searches / answer before → after | refusal, hedge after | GRPO-entity win rate | "
           "hostile kinds in the GRPO samples, first → last quarter |")
-    print("|---" * 11 + "|")
+    print("|---" * 12 + "|")
     for (tag, topology), runs in sorted(results.items()):
         h = [r["table"]["heldout"] for r in runs]
         g = [r["table"]["grpo"] for r in runs]
-        ci = f" [{h[0]['ci'][0]:.2f}, {h[0]['ci'][1]:.2f}]" if len(runs) == 1 else ""
+        per_seed = ", ".join(f"{x['win_rate']:.2f}" for x in h)
+        ci = f" [{h[0]['ci'][0]:.2f}, {h[0]['ci'][1]:.2f}]" if len(runs) == 1 else f" ({per_seed})"
         print(f"| {tag} | {topology} | {len(runs)} | {ms(r['judge_calls_per_step'] for r in runs)} | "
+              f"{ms(r['tie_rate'] for r in runs)} | "
               f"{ms(r['seconds_per_step'] for r in runs)} | {ms(x['win_rate'] for x in h)}{ci} | "
               f"{ms(x['before']['truth'] for x in h)} → {ms(x['after']['truth'] for x in h)} | "
               f"{ms(x['before']['searches'] for x in h)} → {ms(x['after']['searches'] for x in h)} | "
