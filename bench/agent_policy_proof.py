@@ -138,8 +138,8 @@ def print_table(out: Path) -> None:
 
 
 def hostile_cell(runs: list[dict]) -> str:
-    """The kinds a policy's training samples showed (`eval.hostile.traits`), mean over seeds; "none seen" when every
-    share was 0, "not logged" for runs without the shares."""
+    """The kinds a policy's training samples showed (`eval.hostile.traits`), mean over the seeds that logged them;
+    "none seen" when every share was 0, "not logged" when no run has the shares."""
     logged = [r["hostile_first_last_quarter"] for r in runs if r.get("hostile_first_last_quarter")]
     if not logged:
         return "not logged"
