@@ -29,10 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from openrm.rubrics.record import RubricError, parse_rubric, strip_thinking  # noqa: E402
 from toy.rubric_quickstart import RubricQuickstartArguments, main  # noqa: E402
 from toy.rubric_scorer import ToyScorer, scorer_app  # noqa: E402
-from toy.rubric_task import entity_words, toy_entities  # noqa: E402
+from toy.rubric_task import entity_naming, toy_entities  # noqa: E402
 from toy.world import ToyWorld  # noqa: E402
 
 
@@ -46,40 +45,28 @@ def start_server(app, port: int):
     return server
 
 
-def entity_naming(eval_dir: Path, heldout: Path, entities: frozenset[str]) -> dict:
-    """Among the generated rubrics that parse: the share naming the held-out query's own entity, and the share naming
-    another entity of the world (the only way a rubric separates the toy reports is to name the query's)."""
-    entity_of = {}
-    for line in heldout.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        entity_of[row["id"]] = row["meta"]["entity"]
-    valid = own = other = 0
-    for line in (eval_dir / "rubrics.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        for text in row["rubrics"]:
-            try:
-                rubric = parse_rubric(strip_thinking(text))
-            except RubricError:
-                continue
-            named = entity_words(" ".join(f"{it.title} {it.description}" for it in rubric.items), entities)
-            valid += 1
-            own += entity_of[row["id"]] in named
-            other += bool(named - {entity_of[row["id"]]})
-    return {"valid_rubrics": valid, "names_own_entity": own / valid if valid else None,
-            "names_other_entity": other / valid if valid else None}
+def eval_naming(eval_dir: Path, heldout: Path, entities: frozenset[str]) -> dict:
+    """`toy.rubric_task.entity_naming` over one evaluation's rubrics (`rubrics.jsonl`) and its held-out triplets."""
+    entity_of = {row["id"]: row["meta"]["entity"]
+                 for row in map(json.loads, heldout.read_text(encoding="utf-8").splitlines())}
+    rows = map(json.loads, (eval_dir / "rubrics.jsonl").read_text(encoding="utf-8").splitlines())
+    return entity_naming([(entity_of[row["id"]], text) for row in rows for text in row["rubrics"]], entities)
 
 
-ROWS = (("generator, step 0 (warm-up)", "before", "generated", "warm"), ("generator, after GRPO", "after", "generated",
-                                                                          "grpo"),
-        ("general rubric", "before", "general", None), ("pointwise, no rubric", "before", "pointwise", None),
-        ("pairwise, no rubric", "before", "pairwise", None))
+ROWS = (  # (row name, stage of proof.json, method, evaluation folder of a generator)
+    ("generator, step 0 (warm-up)", "before", "generated", "warm"),
+    ("generator, after GRPO", "after", "generated", "grpo"),
+    ("general rubric", "before", "general", None),
+    ("pointwise, no rubric", "before", "pointwise", None),
+    ("pairwise, no rubric", "before", "pairwise", None),
+)
 
 
 def summary(out: Path) -> dict:
     """One finished proof folder: its seed, the held-out metrics per row and the entity-naming shares."""
     proof = json.loads((out / "proof.json").read_text())
     entities = toy_entities(ToyWorld(proof["seed"]))
-    naming = {stage: entity_naming(out / f"eval-{stage}", out / "data/heldout.jsonl", entities)
+    naming = {stage: eval_naming(out / f"eval-{stage}", out / "data/heldout.jsonl", entities)
               for stage in ("warm", "grpo")}
     return {"seed": proof["seed"], "seconds": proof["seconds"], "naming": naming,
             "rows": {name: {**proof[when][method], **(naming[stage] if stage else {})}

@@ -45,6 +45,23 @@ def entity_words(text: str, entities: frozenset[str]) -> set[str]:
     return {w for w in _WORD.findall(text) if w in entities}
 
 
+def entity_naming(rubrics: list[tuple[str, str]], entities: frozenset[str]) -> dict[str, Any]:
+    """Over (query entity, generated rubric text) pairs, among the rubrics that parse: the share naming the query's
+    own entity and the share naming another entity of the task (only the first separates the toy reports)."""
+    from openrm.rubrics.record import RubricError, parse_rubric, strip_thinking
+
+    valid = own = other = 0
+    for entity, text in rubrics:
+        try:
+            rubric = parse_rubric(strip_thinking(text))
+        except RubricError:
+            continue
+        named = entity_words(" ".join(f"{it.title} {it.description}" for it in rubric.items), entities)
+        valid, own, other = valid + 1, own + (entity in named), other + bool(named - {entity})
+    return {"valid_rubrics": valid, "names_own_entity": own / valid if valid else None,
+            "names_other_entity": other / valid if valid else None}
+
+
 def add_rubric_tokens(model_dir: str | Path) -> int:
     """Add `JSON_PIECES` and every word of the toy rubrics to the tokenizer in `model_dir` (a tiny model from
     toy/tiny.py), resize the model's embeddings and save both; returns the number of tokens added."""
