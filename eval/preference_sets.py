@@ -3,7 +3,8 @@ about which is better. Three shapes, told apart row by row, every skip, drop and
 
 - UltraFeedback raw (`instruction`, `completions[]` with `response` and `overall_score` / `fine-grained_score`) and
   our candidate JSONL (`question`/`prompt`, `candidates`, optional `ratings`), read by `eval.candidate_sets`;
-- binarized pairs (`prompt`, `chosen`, `rejected`, optional `score_chosen`/`score_rejected`, `prompt_id`/`id`):
+- binarized pairs (`prompt`, `chosen`, `rejected`, optional `score_chosen`/`score_rejected` at the top level or in a
+  `metadata` object, `prompt_id`/`id`):
   chosen/rejected as text, or as chat-message lists whose last message is the assistant's response (the earlier
   messages, the same in both, are the conversation: HuggingFaceH4/ultrafeedback_binarized, TRL's formats);
 - any other JSONL through `fields` ({canonical name: the file's field}), e.g. {"prompt": "q", "chosen": "good"}.
@@ -105,6 +106,20 @@ def conversation_text(messages: list[Message]) -> str:
     return "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
 
+def _scores(row: Mapping[str, Any], notes: list[str]) -> Mapping[str, Any]:
+    """Where a binarized row keeps its scores: top-level `score_chosen` / `score_rejected` (HuggingFaceH4's
+    ultrafeedback_binarized), else the same keys inside a `metadata` object; {} when the row has none."""
+    if "score_chosen" in row or "score_rejected" in row:
+        return row
+    meta = row.get("metadata")
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        notes.append(f"metadata is {type(meta).__name__}, not an object: its scores ignored")
+        return {}
+    return meta if "score_chosen" in meta or "score_rejected" in meta else {}
+
+
 def read_pair(row: Mapping[str, Any], index: int, where: str, loaded: LoadedSets) -> PreferenceSet:
     """A binarized row: candidate 0 is `chosen`, candidate 1 `rejected`, labelled 0."""
     for key in ("chosen", "rejected"):
@@ -134,9 +149,9 @@ def read_pair(row: Mapping[str, Any], index: int, where: str, loaded: LoadedSets
     question = prompt if isinstance(prompt, str) else conversation_text(messages) if messages else None
     if not isinstance(question, str) or not question.strip():
         raise BadRow("no prompt text")
-    ratings = None
-    if "score_chosen" in row or "score_rejected" in row:
-        (sc, why_c), (sr, why_r) = (gold_rating(row[k]) if k in row else (None, "field missing")
+    ratings, scores = None, _scores(row, notes)
+    if scores:
+        (sc, why_c), (sr, why_r) = (gold_rating(scores[k]) if k in scores else (None, "field missing")
                                     for k in ("score_chosen", "score_rejected"))
         if sc is None or sr is None:
             notes.append(f"score unusable ({why_c if sc is None else why_r}): the chosen label alone")

@@ -115,3 +115,27 @@ def test_a_file_without_usable_rows_names_the_first_bad_line(tmp_path):
     path.write_text('{"prompt": "q", "chosen": [{"role": "user", "content": "q"}], "rejected": "x"}\n[1, 2]\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:1: rejected is not a non-empty list of chat messages"):
         load_preference_sets(path)
+
+
+def test_scores_inside_a_metadata_object_are_read_and_a_malformed_metadata_is_noted(tmp_path):
+    path = tmp_path / "uf_metadata.jsonl"
+    chat = [{"role": "user", "content": "Capital of France?"}]
+    rows = [
+        {"chosen": chat + [{"role": "assistant", "content": "Paris."}],
+         "rejected": chat + [{"role": "assistant", "content": "Lyon."}], "metadata": {"score_chosen": 9.0,
+                                                                                       "score_rejected": 3.5}},
+        {"prompt": "Capital of Spain?", "chosen": "Madrid.", "rejected": "Seville.", "metadata": "9 vs 3"},
+        {"prompt": "Capital of Italy?", "chosen": "Rome.", "rejected": "Milan.",
+         "metadata": {"source": "x", "score_chosen": 5, "score_rejected": 5}},
+        {"prompt": "Capital of Peru?", "chosen": "Lima.", "rejected": "Cusco.", "metadata": {"score_chosen": "high"}},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    loaded = load_preference_sets(path)
+    first, bad_meta, tied, unusable = loaded.sets
+    assert first.ratings == (9.0, 3.5) and first.best == [0] and first.ordered
+    assert bad_meta.ratings is None and bad_meta.best == [0]
+    assert tied.ratings == (5.0, 5.0) and tied.tied and not tied.ordered
+    assert unusable.ratings is None and unusable.best == [0]
+    assert [s.reason for s in loaded.adjusted] == [
+        "metadata is str, not an object: its scores ignored",
+        "score unusable (rating 'high' is not a number): the chosen label alone"]
