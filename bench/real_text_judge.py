@@ -157,8 +157,13 @@ def main() -> None:
     built(sft_dir, {"base": base, "data": data_sha, "steps": args.sft_steps, "batch": args.sft_batch,
                     "lr": args.sft_lr, "seed": args.seed, "gold": gold_settings}, warm, "the SFT warm-up")
     grpo_data = Path(dataset).parent  # grpo() reads <data>/dataset
-    if Path(dataset).name != "dataset":
-        raise SystemExit(f"--dataset must be a folder named 'dataset' (got {dataset})")
+    if Path(dataset).name != "dataset":  # e.g. a build_dataset --out folder: linked as <out>/data/dataset
+        grpo_data, link = data, data / "dataset"
+        data.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() and link.resolve() != Path(dataset).resolve():
+            link.unlink()
+        if not link.exists():
+            link.symlink_to(Path(dataset).resolve(), target_is_directory=True)
     run = grpo(sft_dir, grpo_data, retrievers, args.out / "grpo", args.grpo_steps, "--seed", str(args.seed),
                "--learning_rate", str(args.grpo_lr), "--trajectory_log", str(args.out / "grpo" / "trajectories.jsonl"),
                config=CONFIG)
