@@ -91,6 +91,9 @@ def test_the_paper_configs_parse_with_their_values():
     assert 8 * t.per_device_train_batch_size * t.gradient_accumulation_steps == 128 and t.beta == 0.01
     s, t, m = load("tiny_cpu")
     assert (s.dataset, t.use_cpu, t.gradient_checkpointing) == ("runs/prefs/select/dataset", True, False)
+    s, t, m = load("smollm2_cpu")
+    assert (m.model_name_or_path, m.use_peft, m.dtype, t.use_cpu, t.num_train_epochs) == (
+        "smollm2-135m-instruct", False, "float32", True, 1)
 
 
 def test_pairs_without_the_trl_columns_are_refused(tmp_path):
