@@ -39,19 +39,19 @@ from retrieval.wikipedia import SENTENCE_END, summaries_file
 COPULA = re.compile(r"\s(is|was|are|were)\s")
 PAREN = re.compile(r"\s*\([^()]*\)")
 LETTERS = "ABCDEFGHIJ"
-# Wikipedia's Vital Articles topics onto MMLU-Pro's 14 categories (the harness splits its subjects by category, and
-# each subject takes its chain-of-thought shots from its own validation rows): a topic's first matching keyword rule
-# (on the description and first sentence), else its default
+# Wikipedia's Vital Articles topics onto MMLU-Pro's 14 categories, spelled as its rows spell them (the harness keeps
+# a subject's rows by category, its shots too, and fails on a subject with none): a topic's first matching keyword
+# rule (on the description and first sentence), else its default
 CATEGORY_RULES = {
     "Biology and health sciences": ([("health", r"disease|medic|health|disorder|drug|infection|syndrome|therap")],
                                     "biology"),
     "Physical sciences": ([("chemistry", r"chemi|compound|element|acid|molecule|metal")], "physics"),
-    "Technology": ([("computer_science", r"comput|software|program|internet|digital|data")], "engineering"),
+    "Technology": ([("computer science", r"comput|software|program|internet|digital|data")], "engineering"),
     "Society and social sciences": ([("law", r"\blaw|legal|court|crime|rights"), ("psychology", r"psycholog|mental"),
                                      ("business", r"business|company|trade|market|corporat")], "economics"),
     "Mathematics": ([], "math"), "History": ([], "history"), "Philosophy and religion": ([], "philosophy"),
 }
-MMLU_SUBJECTS = ("biology", "business", "chemistry", "computer_science", "economics", "engineering", "health",
+MMLU_SUBJECTS = ("biology", "business", "chemistry", "computer science", "economics", "engineering", "health",
                  "history", "law", "math", "other", "philosophy", "physics", "psychology")
 
 
