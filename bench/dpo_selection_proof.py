@@ -37,18 +37,6 @@ CONFIG = ROOT / "configs/dpo/smollm2_cpu.yaml"
 SETS = ("judge", "gold", "random")
 
 
-def synth_pairs(synth: Path, split: str = "train", limit: int = 0) -> list[dict]:
-    """Binarized rows from a build_dataset folder's split: the answer written with the documents is `chosen`."""
-    rows = []
-    for line in (synth / f"{split}.jsonl").read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        good, bad = (r["answer_a"], r["answer_b"]) if r["label"] == "A" else (r["answer_b"], r["answer_a"])
-        rows.append({"prompt_id": r["id"], "prompt": r["question"], "chosen": good, "rejected": bad})
-        if limit and len(rows) == limit:
-            break
-    return rows
-
-
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -113,12 +101,13 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from data_synthesis.pairs import preference_rows
     from eval import wiki_downstream
     from eval.downstream import DownstreamArguments, evaluate, scores
     from openrm.models import resolve
 
     py = sys.executable
-    rows = synth_pairs(args.synth, "train", args.max_pairs)
+    rows = preference_rows(args.synth, "train", args.max_pairs)
     rows_path = write_jsonl(args.out / "rows.jsonl", rows)
     select_out = args.out / "select"
     if not (select_out / "report.json").exists():

@@ -37,6 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from data_synthesis.pairs import preference_rows  # noqa: E402
 from eval.judge_args import is_plugin_judge  # noqa: E402
 from eval.metrics import bootstrap_ci  # noqa: E402
 from eval.preference_sets import load_preference_sets  # noqa: E402
@@ -68,17 +69,6 @@ def toy_rows(world_seed: int, n_pairs: int, n_sets: int, seed: int = 0) -> tuple
     candidate_sets = [{"id": r["id"], "question": r["question"], "candidates": r["candidates"],
                        "ratings": r["ratings"]} for r in sets[:n_sets]]
     return pairs, candidate_sets
-
-
-def synth_rows(synth: Path, limit: int) -> list[dict]:
-    """Binarized plain-text rows from a build_dataset folder's test split: the labelled answer is `chosen`."""
-    rows = []
-    for line in (synth / "test.jsonl").read_text(encoding="utf-8").splitlines()[:limit]:
-        r = json.loads(line)
-        good, bad = (r["answer_a"], r["answer_b"]) if r["label"] == "A" else (r["answer_b"], r["answer_a"])
-        rows.append({"prompt_id": r["id"], "prompt": r["question"], "chosen": good, "rejected": bad,
-                     "metadata": {"source": "build_dataset", "domain": r.get("domain")}})
-    return rows
 
 
 def write_rows(path: Path, rows: list[dict]) -> None:
@@ -188,7 +178,7 @@ def main() -> None:
                 logger.info("no --synth: the wiki-uf rows are left out")
                 wanted.remove("wiki-uf")
         else:
-            write_rows(data / "wiki-uf.jsonl", synth_rows(args.synth, args.pairs))
+            write_rows(data / "wiki-uf.jsonl", preference_rows(args.synth, "test", args.pairs))
     retrievers = {"toy-uf": args.toy_retrievers, "toy-sets": args.toy_retrievers, "wiki-uf": args.wiki_retrievers}
     judges = dict(j.split("=", 1) for j in args.judges)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from data_synthesis.queries import MEDICAL, PROMPTS_VERSION, SCIENCE, WIKI, render_documents
@@ -112,3 +113,22 @@ def features():
             "corrupted": [{"attribute": text, "true": text, "wrong": text}],
         },
     })
+
+
+def preference_rows(folder: str | Path, split: str, limit: int = 0) -> list[dict[str, Any]]:
+    """A build_dataset output split (`<folder>/<split>.jsonl`) as binarized preference rows (`prompt_id`, `prompt`,
+    `chosen`, `rejected`, `metadata`), the answer written with the documents as `chosen`: the shape
+    `train.select_preferences` and TRL's DPO read. `limit`: the first N records (0: all)."""
+    import json
+
+    rows = []
+    for line in (Path(folder) / f"{split}.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r.get("label") not in ("A", "B"):
+            raise ValueError(f"{folder}/{split}.jsonl: record {r.get('id')!r} has no A/B label")
+        good, bad = (r["answer_a"], r["answer_b"]) if r["label"] == "A" else (r["answer_b"], r["answer_a"])
+        rows.append({"prompt_id": r["id"], "prompt": r["question"], "chosen": good, "rejected": bad,
+                     "metadata": {"source": "build_dataset", "domain": r.get("domain")}})
+        if limit and len(rows) == limit:
+            break
+    return rows
