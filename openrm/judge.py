@@ -99,6 +99,24 @@ def unjudged_run(order: Order, fit: ContextFit) -> JudgeRun:
                     Trajectory([], finish_reason="context"))
 
 
+PADDED_TOKENS_PER_BATCH = 32_768  # a batch's prompts are padded to its longest: cap rows x longest
+
+
+def length_batches(lengths: Sequence[int], batch_size: int,
+                   max_padded_tokens: int = PADDED_TOKENS_PER_BATCH) -> list[list[int]]:
+    """Prompt indices in batches of similar length, shortest first: at most `batch_size` prompts, and at most
+    `max_padded_tokens` once padded to the batch's longest (a lone prompt longer than that is a batch of its own), so
+    one 8,000-token prompt is not padded into a batch of short ones. Every index appears once."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and len(batches[-1]) < batch_size and lengths[i] * (len(batches[-1]) + 1) <= max_padded_tokens:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
 class Judge:
     """Runs both orders of every pair through `openrm.rollout.rollout` and aggregates them into `Verdict`s.
 
@@ -210,15 +228,16 @@ class Judge:
                            "(context_policy=%s)", len(flagged), len(fits), self.prompt_limit,
                            sum(f.status == "truncated" for f in flagged), sum(f.status == "failed" for f in flagged),
                            self.context_policy)
-        trajectories: list[Trajectory] = []
-        starts = range(0, len(prompts), self.batch_size)
+        batches = length_batches([len(p) for p in prompts], self.batch_size)
         if progress:
             from tqdm.auto import tqdm
 
-            starts = tqdm(starts, desc="judging", unit="batch")
-        for start in starts:
-            chunk = prompts[start:start + self.batch_size]
-            trajectories += rollout(chunk, self.generator, self.toolbox, self.tokenizer, self.rollout_cfg)
+            batches = tqdm(batches, desc="judging", unit="batch")
+        done: dict[int, Trajectory] = {}
+        for batch in batches:
+            got = rollout([prompts[i] for i in batch], self.generator, self.toolbox, self.tokenizer, self.rollout_cfg)
+            done.update(zip(batch, got, strict=True))
+        trajectories = [done[i] for i in range(len(prompts))]
         judged, sent = [], iter(trajectories)
         for fit in fits:
             if fit.status == "failed":

@@ -291,3 +291,15 @@ def test_tie_verdicts_and_reference_answers_are_off_unless_asked(tokenizer):
     assert "Reference" not in tokenizer.decode(run.trajectory.prompt_ids)
     with pytest.raises(ValueError, match="references for"):
         plain.compare_batch([(Q, MARKED, PLAIN)], references=[])
+
+
+def test_length_batches_keep_a_long_prompt_out_of_short_ones_and_cover_every_prompt():
+    from openrm.judge import length_batches
+
+    lengths = [300, 8000, 310, 290, 8000, 305, 1200]
+    batches = length_batches(lengths, batch_size=4, max_padded_tokens=16_000)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert batches == [[3, 0, 5, 2], [6, 1], [4]]  # shortest first, 4 at most; 1,200 + 8,000 padded fits 16,000
+    assert all(len(b) <= 4 and max(lengths[i] for i in b) * len(b) <= 16_000 for b in batches)
+    assert length_batches([50_000, 10], batch_size=8, max_padded_tokens=16_000) == [[1], [0]]  # alone when too long
+    assert length_batches([], batch_size=8) == []
