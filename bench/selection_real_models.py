@@ -112,11 +112,26 @@ def cell_hits(path: Path, run: Path) -> list[float]:
 
 
 def run_cell(data: Path, judge: str, retrievers: list[str], no_tools: bool, out: Path, args) -> dict:
-    from train.select_preferences import SelectArguments, run
-
     report_path = out / "report.json"
     if report_path.exists():
         return json.loads(report_path.read_text(encoding="utf-8"))
+    try:
+        return _run_select(data, judge, retrievers, no_tools, out, args)
+    except ValueError as exc:  # a judge that decides no row leaves no pairs to write: its verdicts still count
+        if "no pairs left" not in str(exc):
+            raise
+        from eval.judging import VerdictStore
+        from eval.selection import selection_metrics
+
+        records = VerdictStore(out / "selections.jsonl", key="index").records
+        report = {"selection": selection_metrics(load_preference_sets(data).sets, records), "note": str(exc)}
+        report_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        return report
+
+
+def _run_select(data: Path, judge: str, retrievers: list[str], no_tools: bool, out: Path, args) -> dict:
+    from train.select_preferences import SelectArguments, run
+
     if is_plugin_judge(judge):  # the toy oracle: no model, no tools
         select = SelectArguments(data=str(data), out=str(out), judge=judge, world_seed=args.world_seed,
                                  on_tie="drop", seed=args.seed, batch_size=args.batch_size)
