@@ -13,7 +13,7 @@ Stages, each cached under --out (a rerun resumes):
 3. DPO of the base model on each set (`train/dpo.py`, `configs/dpo/smollm2_cpu.yaml` plus the flags below);
 4. downstream: lm-evaluation-harness on `eval.wiki_downstream`'s files (TruthfulQA MC1/MC2-, TriviaQA- and
    MMLU-Pro-shaped, from the packaged Wikipedia lead sections), base vs (a) vs (b) vs (c), each score with the
-   harness's standard error.
+   harness's standard error; TriviaQA 5-shot (--fewshot), the others as their configs say.
 
 Writes <out>/results.json and <out>/results.md.
 """
@@ -82,6 +82,40 @@ def run(cmd: list[str], log: Path) -> None:
         raise SystemExit(f"{cmd[1]} failed ({done.returncode}); see {log}")
 
 
+def few_shot(specs: list[str]) -> dict[str, int]:
+    """{task: number of few-shot examples} from TASK=N arguments."""
+    out = {}
+    for spec in specs:
+        task, sep, n = spec.partition("=")
+        if not sep or not n.isdigit():
+            raise SystemExit(f"--fewshot wants TASK=N, got {spec!r}")
+        out[task] = int(n)
+    return out
+
+
+def downstream(name: str, path: str, base: str, args, data_dir: Path, fewshot: dict[str, int]) -> dict:
+    """{task: {metric: [value, stderr]}} of one model, cached per task in <out>/downstream/<name>.json together
+    with the few-shot setting it was scored under: a task scored under another setting is scored again."""
+    from eval.downstream import LOCAL_TASKS, DownstreamArguments, evaluate, scores
+
+    saved = args.out / "downstream" / f"{name}.json"
+    got = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {}
+    settings = got.pop("_fewshot", {})
+    for shots in sorted({fewshot.get(t) for t in args.tasks}, key=str):
+        todo = [t for t in args.tasks if fewshot.get(t) == shots and (t not in got or settings.get(t) != shots)]
+        if not todo:
+            continue
+        harness = evaluate(path, DownstreamArguments(
+            model=path, baseline=base, tasks=todo, data_dir=str(data_dir), out=str(saved.parent), limit=args.limit,
+            num_fewshot=shots, max_gen_toks=args.max_gen_toks, batch_size="8"))
+        for t in todo:
+            got[t] = {k: list(v) for k, v in scores(harness, LOCAL_TASKS[t]).items()}
+            settings[t] = shots
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps({**got, "_fewshot": settings}, indent=1) + "\n", encoding="utf-8")
+    return {t: got[t] for t in args.tasks}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--synth", type=Path, required=True, help="a data_synthesis.build_dataset folder")
@@ -95,6 +129,10 @@ def main() -> None:
     parser.add_argument("--dpo-max-steps", type=int, default=-1, help="overrides --dpo-epochs when > 0")
     parser.add_argument("--downstream-n", type=int, default=400, help="questions per downstream task")
     parser.add_argument("--tasks", nargs="+", default=["truthfulqa_mc1", "truthfulqa_mc2", "triviaqa", "mmlu_pro"])
+    parser.add_argument("--fewshot", nargs="*", default=["triviaqa=5"], help="TASK=N few-shot examples, drawn by "
+                        "the harness from the task's other rows (the others keep their config's: TruthfulQA 0, "
+                        "MMLU-Pro 5). The TriviaQA-shaped task needs examples: zero-shot, the instruct model ends "
+                        "its turn at once on most questions and scores 0")
     parser.add_argument("--limit", type=float, default=None, help="harness --limit per task (smoke runs)")
     parser.add_argument("--max-gen-toks", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
@@ -103,7 +141,6 @@ def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from data_synthesis.pairs import preference_rows
     from eval import wiki_downstream
-    from eval.downstream import DownstreamArguments, evaluate, scores
     from openrm.models import resolve
 
     py = sys.executable
@@ -135,31 +172,22 @@ def main() -> None:
 
     data_dir = args.out / "downstream-data"
     wiki_downstream.write(data_dir, args.downstream_n, args.seed)
+    fewshot = few_shot(args.fewshot)
     table: dict[str, dict] = {}
     for name, path in models.items():
-        saved = args.out / "downstream" / f"{name}.json"
-        if not saved.exists():
-            settings = DownstreamArguments(model=path, baseline=base, tasks=list(args.tasks), data_dir=str(data_dir),
-                                           out=str(saved.parent), limit=args.limit, max_gen_toks=args.max_gen_toks,
-                                           batch_size="8")
-            harness = evaluate(path, settings)
-            from eval.downstream import LOCAL_TASKS
-
-            got = {t: {k: list(v) for k, v in scores(harness, LOCAL_TASKS[t]).items()} for t in args.tasks}
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            saved.write_text(json.dumps(got, indent=1) + "\n", encoding="utf-8")
-        table[name] = json.loads(saved.read_text(encoding="utf-8"))
+        table[name] = downstream(name, path, base, args, data_dir, fewshot)
         logger.info("%s: %s", name, table[name])
     results = {"selection": stats, "dpo": {n: json.loads((args.out / f"dpo-{n}" / "dpo_run.json").read_text())
                                            for n in SETS}, "downstream": table, "settings": vars(args)}
     (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n", encoding="utf-8")
-    (args.out / "results.md").write_text(markdown(table, stats), encoding="utf-8")
-    print(markdown(table, stats))
+    (args.out / "results.md").write_text(markdown(table, stats, fewshot), encoding="utf-8")
+    print(markdown(table, stats, fewshot))
 
 
-def markdown(table: dict[str, dict], stats: dict) -> str:
+def markdown(table: dict[str, dict], stats: dict, fewshot: dict[str, int]) -> str:
     metrics = [(task, metric) for task, by in next(iter(table.values())).items() for metric in by]
-    head = " | ".join(f"{t} {m.split(',')[0]}" for t, m in metrics)
+    head = " | ".join(f"{t} {m.split(',')[0]}" + (f" ({fewshot[t]}-shot)" if t in fewshot else "")
+                      for t, m in metrics)
     lines = [f"DPO sets: {stats['decided']} pairs each (the rows the judge decided, of {stats['rows']}); the judge "
              f"agrees with the gold order on {stats['judge_agrees_with_gold']:.3f} of them, the coin on "
              f"{stats['coin_agrees_with_gold']:.3f}. Scores in %, ± the harness's standard error.", "",
