@@ -1,7 +1,8 @@
 """Does the judge's data selection move a real model? (the paper's Table 5 shape, on SmolLM2 and real Wikipedia)
 
-    .venv/bin/python bench/dpo_selection_proof.py --synth runs/wiki-synth-llm --judge runs/real-judge-llm/judges/grpo \
-        --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25 --out runs/dpo-proof
+    .venv/bin/python bench/dpo_selection_proof.py --synth runs/wiki-synth-llm --judge runs/qs-hedge/judge \
+        --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25 --out runs/dpo-proof \
+        --dpo-epochs 2 --dpo-lr 1e-5 --downstream-n 200
 
 Stages, each cached under --out (a rerun resumes):
 1. rows: the train split of a `data_synthesis.build_dataset` folder (questions over real Wikipedia, one answer
