@@ -138,6 +138,10 @@ def main() -> None:
     parser.add_argument("--max-gen-toks", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    fewshot = few_shot(args.fewshot)  # checked before hours of selection and DPO, not after
+    unknown = sorted(set(fewshot) - set(args.tasks))
+    if unknown:
+        raise SystemExit(f"--fewshot names {unknown}, not among --tasks {args.tasks}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from data_synthesis.pairs import preference_rows
@@ -173,7 +177,6 @@ def main() -> None:
 
     data_dir = args.out / "downstream-data"
     wiki_downstream.write(data_dir, args.downstream_n, args.seed)
-    fewshot = few_shot(args.fewshot)
     table: dict[str, dict] = {}
     for name, path in models.items():
         table[name] = downstream(name, path, base, args, data_dir, fewshot)
