@@ -138,7 +138,8 @@ def _run_select(data: Path, judge: str, retrievers: list[str], no_tools: bool, o
     else:
         select = SelectArguments(data=str(data), out=str(out), judge=judge, no_tools=no_tools,
                                  retrievers=[] if no_tools else retrievers, on_tie="drop", seed=args.seed,
-                                 batch_size=args.batch_size, chunk_size=args.chunk_size)
+                                 batch_size=args.batch_size, chunk_size=args.chunk_size,
+                                 max_new_tokens=args.max_new_tokens)
     return run(select)
 
 
@@ -177,6 +178,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--chunk-size", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="per-turn token budget of every model judge in this call (default: each judge card's); "
+                             "a cell's folder does not record it, so give a capped judge its own NAME")
     parser.add_argument("--table", action="store_true", help="only rebuild the table from finished cells")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
