@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +95,16 @@ def build_pairwise(spec: MatchJudgeSpec, rows: Sequence[Mapping[str, Any]] = ())
     if spec.kind not in BUILTIN_KINDS:
         return plugins.load(plugins.MATCH_JUDGES, spec.kind)(spec, rows)
     from openrm.judge import Judge
+    from openrm.models import PACKAGED
 
+    if spec.path in PACKAGED:  # a packaged model's short name (the zero-shot judge): its prepared folder
+        from openrm.models import resolve
+
+        spec = replace(spec, path=resolve(spec.path))
     if not Path(spec.path).is_dir():
-        raise ValueError(f"judge {spec.path!r}: no judge folder there, and no installed match judge kind of that "
-                         f"name (installed: {plugins.names(plugins.MATCH_JUDGES) or 'none'})")
+        raise ValueError(f"judge {spec.path!r}: no judge folder there, no packaged model of that name "
+                         f"({sorted(PACKAGED)}), and no installed match judge kind of that name "
+                         f"(installed: {plugins.names(plugins.MATCH_JUDGES) or 'none'})")
     retrievers = dict(spec.retrievers) or None
     if spec.kind == "openrm":
         judge = Judge.from_pretrained(spec.path, retrievers, device=spec.device, batch_size=spec.batch_size)

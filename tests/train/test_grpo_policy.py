@@ -216,7 +216,7 @@ def test_bad_policy_arguments_are_clear_errors():
         PolicyArguments(dataset="x")
     from openrm.tournament.match_judge import build_pairwise
 
-    with pytest.raises(ValueError, match="no judge folder there, and no installed match judge kind.*toy-oracle"):
+    with pytest.raises(ValueError, match="no judge folder there, no packaged model of that name.*toy-oracle"):
         build_pairwise(PolicyArguments(dataset="x", judge="oracle").judge_spec)
     with pytest.raises(ValueError, match="unknown topology"):
         PolicyArguments(dataset="x", judge="toy-oracle", topology="knockout")
@@ -355,3 +355,20 @@ def test_a_search_agents_arguments_are_checked():
     args = PolicyArguments(dataset="x", judge="toy-oracle", policy_retrievers=["wiki=w", "arxiv=a"],
                            policy_tools=["WIKI=wiki"])
     assert [t.name for t in args.agent_tools] == ["WIKI"] and args.agent_locations == {"wiki": "w", "arxiv": "a"}
+
+
+def test_a_packaged_model_name_is_a_match_judge(monkeypatch, tmp_path):
+    """`--judge smollm2-135m-instruct` (the zero-shot judge) loads the prepared folder, as every other command does."""
+    from openrm import judge as judge_module
+    from openrm import models
+    from openrm.tournament.match_judge import MatchJudgeSpec, build_pairwise
+
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    monkeypatch.setattr(models, "prepare", lambda name, cache=None: prepared)
+    loaded = []
+    monkeypatch.setattr(judge_module.Judge, "from_pretrained",
+                        classmethod(lambda cls, path, retrievers=None, **kw: loaded.append((path, retrievers)) or cls))
+    pairwise = build_pairwise(MatchJudgeSpec(kind="openrm", path="smollm2-135m-instruct",
+                                             retrievers={"wiki": "idx/wiki"}))
+    assert loaded == [(str(prepared), {"wiki": "idx/wiki"})] and pairwise.orders == 2
