@@ -61,6 +61,10 @@ class PolicyArguments:
     judge_device: str = field(default="cpu", metadata={"help": "Device of a local judge checkpoint."})
     judge_batch_size: int = field(default=64, metadata={"help": "Judge rollouts per generate call."})
     judge_concurrency: int = field(default=8, metadata={"help": "Judge requests in flight to a server."})
+    judge_options: dict | str | None = field(default_factory=dict, metadata={
+        "help": "Run settings of an openrm match judge over its card's (JSON on the command line), e.g. "
+                '{"max_new_tokens": 40, "max_turns": 3, "prompt_style": "compact"}: how a packaged model judges '
+                "zero-shot under a trained judge's settings."})
     retrievers: list[str] = field(default_factory=list, metadata={
         "help": "CORPUS=LOCATION for the judge's search tools (none: its no-tool prompt).", "action": Collect})
     policy_retrievers: list[str] = field(default_factory=list, metadata={
@@ -125,15 +129,18 @@ class PolicyArguments:
                 "the whole rubric, Tournament-GRPO's implicit baseline)."})
 
     def __post_init__(self):
-        if self.topology_options is None:
-            self.topology_options = {}
-        if isinstance(self.topology_options, str):
-            try:
-                self.topology_options = json.loads(self.topology_options or "{}")
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"topology_options must be a JSON object: {exc}") from exc
-        if not isinstance(self.topology_options, dict):
-            raise ValueError(f"topology_options must be a mapping, got {self.topology_options!r}")
+        for name in ("topology_options", "judge_options"):
+            value = getattr(self, name)
+            if value is None:
+                value = {}
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value or "{}")
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{name} must be a JSON object: {exc}") from exc
+            if not isinstance(value, dict):
+                raise ValueError(f"{name} must be a mapping, got {value!r}")
+            setattr(self, name, value)
         if self.topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology {self.topology!r}; choose one of {sorted(TOPOLOGIES)}")
         if self.shaping not in SHAPINGS or self.verifier not in VERIFIERS or self.max_examples < 0:
@@ -154,7 +161,7 @@ class PolicyArguments:
                 batch_size=self.judge_batch_size, concurrency=self.judge_concurrency, world_seed=self.world_seed,
                 group=self.group_judge, group_server=self.group_server, group_model=self.group_model,
                 group_temperature=self.group_temperature, group_top_p=self.group_top_p,
-                orders=2 if self.orders == "both" else 1)
+                orders=2 if self.orders == "both" else 1, options=self.judge_options)
         self.topology_obj = make_topology(self.topology, self.topology_options)
         if self.rubric_scoring not in ("explicit", "implicit"):
             raise ValueError(f"rubric_scoring must be explicit or implicit, got {self.rubric_scoring!r}")

@@ -47,6 +47,7 @@ class MatchJudgeSpec:
     orders: int = 2  # an openrm judge: 2 plays both orders of a match itself; 1 one order, as the arena shows it
     group_temperature: float = 0.0
     group_top_p: float | None = None  # None: not sent (the server's default)
+    options: Mapping[str, Any] = field(default_factory=dict)  # an openrm judge's run settings over its card's
 
     def __post_init__(self) -> None:
         if self.orders not in (1, 2):
@@ -65,6 +66,8 @@ class MatchJudgeSpec:
             raise ValueError("judge kind 'none' leaves only a rubric group judge: set group to 'rubric'")
         if self.batch_size < 1 or self.concurrency < 1:
             raise ValueError("batch_size and concurrency must be >= 1")
+        if self.options and not self.kind.startswith("openrm"):
+            raise ValueError(f"judge options apply to an openrm judge, not to kind {self.kind!r}")
 
 
 def judge_kind(judge: str, server: str = "", backend: str = "transformers") -> str:
@@ -107,12 +110,13 @@ def build_pairwise(spec: MatchJudgeSpec, rows: Sequence[Mapping[str, Any]] = ())
                          f"(installed: {plugins.names(plugins.MATCH_JUDGES) or 'none'})")
     retrievers = dict(spec.retrievers) or None
     if spec.kind == "openrm":
-        judge = Judge.from_pretrained(spec.path, retrievers, device=spec.device, batch_size=spec.batch_size)
+        judge = Judge.from_pretrained(spec.path, retrievers, device=spec.device, batch_size=spec.batch_size,
+                                      **spec.options)
     elif spec.kind == "openrm-vllm":
-        judge = Judge.from_vllm(spec.path, retrievers, batch_size=spec.batch_size)
+        judge = Judge.from_vllm(spec.path, retrievers, batch_size=spec.batch_size, **spec.options)
     else:
         judge = Judge.from_server(spec.server, spec.model, spec.path, retrievers, batch_size=spec.batch_size,
-                                  concurrency=spec.concurrency)
+                                  concurrency=spec.concurrency, **spec.options)
     logger.info("match judge: %s from %s (%s)", spec.kind, spec.path,
                 f"tools over {sorted(spec.retrievers)}" if retrievers else "no tools")
     return JudgePairwise(judge, orders=spec.orders)

@@ -372,3 +372,18 @@ def test_a_packaged_model_name_is_a_match_judge(monkeypatch, tmp_path):
     pairwise = build_pairwise(MatchJudgeSpec(kind="openrm", path="smollm2-135m-instruct",
                                              retrievers={"wiki": "idx/wiki"}))
     assert loaded == [(str(prepared), {"wiki": "idx/wiki"})] and pairwise.orders == 2
+
+    # --judge_options: run settings over the card's, e.g. a trained judge's budget for the zero-shot model
+    from train.grpo_policy import PolicyArguments
+
+    seen = []
+    monkeypatch.setattr(judge_module.Judge, "from_pretrained",
+                        classmethod(lambda cls, path, retrievers=None, **kw: seen.append(kw) or cls))
+    args = PolicyArguments(dataset="x", judge="smollm2-135m-instruct", topology="round_robin",
+                           judge_options='{"max_new_tokens": 40, "max_turns": 3}')
+    build_pairwise(args.judge_spec)
+    assert seen[0]["max_new_tokens"] == 40 and seen[0]["max_turns"] == 3
+    with pytest.raises(ValueError, match="judge_options must be a JSON object"):
+        PolicyArguments(dataset="x", judge="toy-oracle", judge_options="{max_new_tokens")
+    with pytest.raises(ValueError, match="apply to an openrm judge"):
+        PolicyArguments(dataset="x", judge="toy-oracle", judge_options='{"max_turns": 3}')
