@@ -141,6 +141,11 @@ class PolicyArguments:
             if not isinstance(value, dict):
                 raise ValueError(f"{name} must be a mapping, got {value!r}")
             setattr(self, name, value)
+        from openrm.card import RunSettings
+
+        unknown = sorted(set(self.judge_options) - set(RunSettings.names()))
+        if unknown:  # refused here, not at the first step's judge build
+            raise ValueError(f"unknown judge_options {unknown}; accepted: {sorted(RunSettings.names())}")
         if self.topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology {self.topology!r}; choose one of {sorted(TOPOLOGIES)}")
         if self.shaping not in SHAPINGS or self.verifier not in VERIFIERS or self.max_examples < 0:

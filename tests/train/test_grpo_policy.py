@@ -385,5 +385,7 @@ def test_a_packaged_model_name_is_a_match_judge(monkeypatch, tmp_path):
     assert seen[0]["max_new_tokens"] == 40 and seen[0]["max_turns"] == 3
     with pytest.raises(ValueError, match="judge_options must be a JSON object"):
         PolicyArguments(dataset="x", judge="toy-oracle", judge_options="{max_new_tokens")
+    with pytest.raises(ValueError, match=r"unknown judge_options \['max_new_token'\]"):
+        PolicyArguments(dataset="x", judge="runs/judge", judge_options='{"max_new_token": 40}')
     with pytest.raises(ValueError, match="apply to an openrm judge"):
         PolicyArguments(dataset="x", judge="toy-oracle", judge_options='{"max_turns": 3}')
