@@ -95,18 +95,30 @@ def answer_problem(text: str, finish_reason: str | None, cfg: FilterConfig) -> s
     return None
 
 
-def pair_problem(positive: str, positive_finish: str | None, negative: str, negative_finish: str | None,
-                 documents: Sequence[str], cfg: FilterConfig) -> str | None:
-    """The first reason to drop a (positive, negative) pair, or None to keep it."""
-    for side, text, finish in (("positive", positive, positive_finish), ("negative", negative, negative_finish)):
-        problem = answer_problem(text, finish, cfg)
-        if problem:
-            return f"{side}_{problem}"
-    for side, text in (("positive", positive), ("negative", negative)):
-        if mentions_source(text):
-            return f"{side}_mentions_source"
+def positive_problem(positive: str, positive_finish: str | None, documents: Sequence[str],
+                     cfg: FilterConfig) -> str | None:
+    """Why the answer written with the documents is unusable whatever the other answer is, or None. The pipeline
+    asks for the answer without documents only when this is None, so a dropped positive costs no second answer."""
+    problem = answer_problem(positive, positive_finish, cfg)
+    if problem:
+        return f"positive_{problem}"
+    if mentions_source(positive):
+        return "positive_mentions_source"
     if shares_ngram(positive, documents, cfg.copy_ngram):
         return "positive_copies_document"
+    return None
+
+
+def pair_problem(positive: str, positive_finish: str | None, negative: str, negative_finish: str | None,
+                 documents: Sequence[str], cfg: FilterConfig) -> str | None:
+    """The first reason to drop a (positive, negative) pair, or None to keep it: the positive's own problems
+    first (`positive_problem`), then the negative's, then the pair's."""
+    problem = positive_problem(positive, positive_finish, documents, cfg) or answer_problem(negative, negative_finish,
+                                                                                            cfg)
+    if problem:
+        return problem if problem.startswith("positive_") else f"negative_{problem}"
+    if mentions_source(negative):
+        return "negative_mentions_source"
     if jaccard(tokens(positive), tokens(negative)) >= cfg.max_pair_jaccard:
         return "pair_too_similar"
     pos_words, neg_words = len(positive.split()), len(negative.split())

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from data_synthesis.filters import DuplicateIndex, FilterConfig, pair_problem, trimmed
+from data_synthesis.filters import DuplicateIndex, FilterConfig, pair_problem, positive_problem, trimmed
 from data_synthesis.pairs import Candidate, answer_messages, balanced_labels, to_record
 from data_synthesis.queries import (
     QUESTION_FORMATS,
@@ -90,7 +90,8 @@ def request_seed(seed: int, slot_id: str, role: str) -> int:
 
 
 async def synthesize(client: ChatClient, slot: Slot, cfg: SynthesisConfig) -> Outcome:
-    """Question, then positive and negative answers, for one slot (LLM path)."""
+    """Question, then the answer with the documents, then (if that one passes its filters) the answer without,
+    for one slot (LLM path)."""
     def params(role: str, max_tokens: int, temperature: float) -> dict[str, Any]:
         seed = request_seed(cfg.seed, slot.id, role) if cfg.send_seed else None
         return {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
@@ -118,12 +119,17 @@ async def synthesize(client: ChatClient, slot: Slot, cfg: SynthesisConfig) -> Ou
     if problem:
         return Reject(slot, f"question_{problem}", question=question)
     answer = params("answer", cfg.answer_max_tokens, cfg.answer_temperature)
-    pos, neg = await asyncio.gather(
-        client.chat(answer_messages(slot.domain, question, slot.documents, cfg.max_doc_chars), **answer),
-        client.chat(answer_messages(slot.domain, question, None), **answer))
-    for side, result in (("positive", pos), ("negative", neg)):
-        if not result.ok:
-            return Reject(slot, f"{side}_llm_failed", result.error or "", question=question)
+    pos = await client.chat(answer_messages(slot.domain, question, slot.documents, cfg.max_doc_chars), **answer)
+    if not pos.ok:
+        return Reject(slot, "positive_llm_failed", pos.error or "", question=question)
+    # the answer without documents is only worth its tokens when the positive can be kept
+    problem = positive_problem(*trimmed(pos.content.strip(), pos.finish_reason, cfg.filters),
+                               [d.text for d in slot.documents], cfg.filters)
+    if problem:
+        return Reject(slot, problem, question=question, positive=pos.content.strip())
+    neg = await client.chat(answer_messages(slot.domain, question, None), **answer)
+    if not neg.ok:
+        return Reject(slot, "negative_llm_failed", neg.error or "", question=question, positive=pos.content.strip())
     return Candidate(id=slot.id, split=slot.split, domain=slot.domain, corpus=slot.corpus, question=question,
                      positive=pos.content.strip(), negative=neg.content.strip(), documents=slot.documents,
                      source="llm", generator=client.cfg.model, positive_finish=pos.finish_reason,

@@ -117,6 +117,7 @@ class ScriptedLLM:
         self.schedule, self.period, self.hang_s, self.delay_s = schedule or {}, period, hang_s, delay_s
         self.gate_after, self.gate = gate_after, threading.Event()
         self.keys: list[str] = []
+        self.users: list[str] = []  # the last user message of every request, in arrival order
         self.faults: Counter = Counter()
         self.lock = threading.Lock()
         self.app = self._build()
@@ -130,6 +131,7 @@ class ScriptedLLM:
             with self.lock:
                 n = len(self.keys)
                 self.keys.append(request_key(body))
+                self.users.append(next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), ""))
             fault = self.schedule.get(n % self.period)
             if "MARKFAIL" in json.dumps(body):
                 fault = "500"

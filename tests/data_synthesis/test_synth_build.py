@@ -97,6 +97,10 @@ def test_faults_and_bad_outputs_are_retried_or_dropped_with_reasons(tmp_path):
                 if r["domain"] == "wiki" and m in title_of.get(doc_id, ""):
                     reasons_of_marker[m].add(r["reason"])
     assert reasons_of_marker == {m: {reason} for m, reason in MARKERS.items()}
+    # a positive dropped on its own costs no answer without documents
+    closed_book = [u for u in llm.users if u.startswith("Question: ")]
+    assert closed_book and not any(m in u for u in closed_book for m in ("MARKREFUSE", "MARKTRUNC", "MARKLEAK"))
+    assert any("MARKEMPTY" in u for u in closed_book)
     got = check_records(out, {"train": 20})
     kept_titles = {d["title"] for r in got["train"] for d in r["meta"]["documents"]}
     assert not any(m in t for m in MARKERS for t in kept_titles)  # no bad output reached the dataset
