@@ -16,6 +16,7 @@ and `async outcome(slot)`, and goes through the same filters, A/B placement and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
@@ -61,6 +62,12 @@ class BuildDatasetArguments:
                 "CPU; installed by `make llama-cpp`).", "choices": ["transformers", "llama.cpp"]})
     serve_threads: int = field(default=0, metadata={"help": "Compute threads of the --serve server (0: its "
                                                             "default)."})
+    serve_replicas: int = field(default=1, metadata={
+        "help": "Servers of --serve started side by side, each with --serve-threads; each request goes to the least "
+                "busy. A llama.cpp server answers one request at a time, so on a CPU two servers of one thread "
+                "each outrun one of two threads."})
+    replica_urls: list[str] = field(default_factory=list, metadata={
+        "help": "More servers of the same --model besides --base-url (e.g. one vLLM per GPU); the load is shared."})
     serve_continuous_batching: bool = field(default=False, metadata={
         "help": "Run the transformers --serve server with continuous batching (paged attention)."})
     api_key_env: str = field(default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the API "
@@ -116,8 +123,11 @@ class BuildDatasetArguments:
             if self.oracle not in known:
                 raise ValueError(f"--oracle must be one of the installed oracles {known or '(none)'}, got "
                                  f"{self.oracle!r}")
-        elif self.serve is not None and (self.base_url or self.model):
-            raise ValueError("--serve starts its own server: leave out --base-url and --model")
+        elif self.serve is not None and (self.base_url or self.model or self.replica_urls):
+            raise ValueError("--serve starts its own server: leave out --base-url, --model and --replica-urls")
+        if self.serve_replicas < 1 or (self.serve_replicas > 1 and self.serve is None):
+            raise ValueError(f"--serve-replicas takes a count >= 1 of --serve servers, got {self.serve_replicas}"
+                             + ("" if self.serve else " without --serve"))
         if self.serve_engine == "llama.cpp" and self.serve_continuous_batching:
             raise ValueError("--serve-continuous-batching is a transformers serve setting, not llama.cpp's")
         if self.oracle is None:
@@ -193,6 +203,7 @@ def corpus_planner(args: BuildDatasetArguments):
 
 async def _run_llm(args: BuildDatasetArguments, cfg: SynthesisConfig, plan, needs):
     client_cfg = ClientConfig(base_url=args.base_url, model=args.model, api_key=os.environ.get(args.api_key_env),
+                              replica_urls=tuple(args.replica_urls),
                               concurrency=args.concurrency, timeout_s=args.timeout_s, max_retries=args.max_retries,
                               backoff_base_s=args.backoff_base_s, backoff_max_s=args.backoff_max_s, seed=args.seed)
     cache = RequestCache(args.cache_path, fsync=args.fsync)
@@ -273,22 +284,29 @@ def served_build(args: BuildDatasetArguments) -> dict:
     from plumbing.serve import llama_cpp_server, transformers_server
 
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    log = Path(args.out) / "server.log"
     if args.serve_engine == "llama.cpp":
         gguf = str(gguf_path(PACKAGED[args.serve])) if args.serve in PACKAGED else args.serve
         name = args.serve if args.serve in PACKAGED else Path(gguf).stem
-        server = llama_cpp_server(gguf, log=log, threads=args.serve_threads or None, alias=name)
+
+        def server(log: Path):
+            return llama_cpp_server(gguf, log=log, threads=args.serve_threads or None, alias=name)
     else:
         name = resolve(args.serve)
-        server = transformers_server(name, log=log, threads=args.serve_threads or None,
-                                     continuous_batching=args.serve_continuous_batching)
-    with server as url:
-        logger.info("serving %s with %s at %s", args.serve, args.serve_engine, url)
-        args.base_url, args.model = f"{url}/v1", name
+
+        def server(log: Path):
+            return transformers_server(name, log=log, threads=args.serve_threads or None,
+                                       continuous_batching=args.serve_continuous_batching)
+    with contextlib.ExitStack() as stack:
+        # logs: <out>/server.log, then server-2.log, ... for the replicas
+        urls = [stack.enter_context(server(Path(args.out) / (f"server-{i + 1}.log" if i else "server.log")))
+                for i in range(args.serve_replicas)]
+        logger.info("serving %s with %s at %s", args.serve, args.serve_engine, " ".join(urls))
+        args.base_url, args.model, args.replica_urls = f"{urls[0]}/v1", name, [f"{u}/v1" for u in urls[1:]]
         try:
             return build(args)
         finally:
             args.base_url = args.model = None
+            args.replica_urls = []
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 Every finished request (answered, or given up with its reason) is appended as one line to a JSONL cache keyed by
 sha256 of the request body (model, messages, parameters), so a rerun after kill -9 sends nothing twice.
+Replicas of one model (`ClientConfig.replica_urls`) share the load: each attempt goes to the least busy server.
 
     async with ChatClient(ClientConfig(base_url, model), RequestCache(path)) as client:
         result = await client.chat(messages, max_tokens=512, temperature=0.7, seed=1)
@@ -65,10 +66,13 @@ class ClientConfig:
     retry_after_max_s: float = 300.0  # never sleep longer than this on a server's Retry-After
     retry_failed: bool = True  # on a rerun, send again requests the cache records as failed
     seed: int = 0  # jitter
+    # more servers of the same model (replicas): each attempt goes to the server with the fewest requests in flight
+    replica_urls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
+        for url in (self.base_url, *self.replica_urls):
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"base_url must be an http(s) URL, got {url!r}")
         if self.concurrency < 1 or self.max_retries < 0 or self.timeout_s <= 0:
             raise ValueError(f"need concurrency >= 1, max_retries >= 0, timeout_s > 0; got {self}")
         if self.backoff_base_s < 0 or self.backoff_max_s < self.backoff_base_s:
@@ -76,8 +80,13 @@ class ClientConfig:
 
     @property
     def api_url(self) -> str:
-        url = self.base_url.rstrip("/")
-        return url if url.endswith("/v1") else url + "/v1"
+        return self.api_urls[0]
+
+    @property
+    def api_urls(self) -> list[str]:
+        """The OpenAI API root of every server: base_url first, then the replicas."""
+        return [url if url.endswith("/v1") else url + "/v1"
+                for url in (u.rstrip("/") for u in (self.base_url, *self.replica_urls))]
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,7 @@ class ClientStats:
     cached_prompt_tokens: int = 0  # saved by the cache
     cached_completion_tokens: int = 0
     json_repairs: int = 0
+    per_server: list[int] = field(default_factory=list)  # POSTs sent to each server (base_url, then replicas)
     retries: Counter = field(default_factory=Counter)  # reason -> count
     failures: Counter = field(default_factory=Counter)  # reason -> count
 
@@ -185,20 +195,24 @@ class ChatClient:
                                   rng=random.Random(f"llm_client:{cfg.seed}"))
         self._inflight: dict[str, asyncio.Future] = {}
         self._semaphore: asyncio.Semaphore | None = None
-        self._http = None
+        self._http: list = []  # one httpx.AsyncClient per server
+        self._busy: list[int] = []  # requests in flight per server
 
     async def __aenter__(self) -> ChatClient:
         import httpx
 
         headers = {"Authorization": f"Bearer {self.cfg.api_key}"} if self.cfg.api_key else {}
         limits = httpx.Limits(max_connections=self.cfg.concurrency, max_keepalive_connections=self.cfg.concurrency)
-        self._http = httpx.AsyncClient(base_url=self.cfg.api_url, headers=headers, limits=limits,
-                                       timeout=httpx.Timeout(self.cfg.timeout_s))
+        self._http = [httpx.AsyncClient(base_url=url, headers=headers, limits=limits,
+                                        timeout=httpx.Timeout(self.cfg.timeout_s)) for url in self.cfg.api_urls]
+        self._busy = [0] * len(self._http)
+        self.stats.per_server = [0] * len(self._http)
         self._semaphore = asyncio.Semaphore(self.cfg.concurrency)
         return self
 
     async def __aexit__(self, *exc) -> None:
-        await self._http.aclose()
+        for http in self._http:
+            await http.aclose()
 
     def body(self, messages: Messages, **params: Any) -> dict[str, Any]:
         return {"model": self.cfg.model, "messages": [dict(m) for m in messages],
@@ -266,11 +280,21 @@ class ChatClient:
 
         started = time.monotonic()
         reason = "never sent"
+        failed_on = -1
         for attempt in range(self.cfg.max_retries + 1):
             retry_after = None
             self.stats.http_attempts += 1
+            # the least busy server, not the one that just failed this request (a dead replica fails fast, so it
+            # would otherwise stay the least busy); ties: the first
+            server = min(range(len(self._http)), key=lambda i: (i == failed_on, self._busy[i], i))
+            failed_on = server
+            self._busy[server] += 1
+            self.stats.per_server[server] += 1
             try:
-                response = await self._http.post("/chat/completions", json=body)
+                try:
+                    response = await self._http[server].post("/chat/completions", json=body)
+                finally:
+                    self._busy[server] -= 1
             except httpx.TimeoutException:
                 reason = "timeout"
             except retryable_errors() as exc:

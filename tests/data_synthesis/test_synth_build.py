@@ -151,8 +151,33 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path):
     assert len(llm.keys) == len(set(llm.keys)) == len(cache.read_text().splitlines())
 
 
+def test_replicas_share_the_load_give_the_same_records_and_survive_a_dead_one(tmp_path):
+    wiki = write_corpus(tmp_path / "wiki.jsonl", 20, 0)
+    one, two = ScriptedLLM(delay_s=0.02), ScriptedLLM(delay_s=0.02)
+    common = ["--corpus", f"wiki={wiki}", "--model", "m", "--n-train", "8", "--n-test", "2", "--concurrency", "4",
+              *FAST]
+    with serve(one.app) as url_one, serve(two.app) as url_two:
+        main([*common, "--base-url", url_one, "--out", str(tmp_path / "single")])
+        sent_alone = len(one.keys)
+        one.keys.clear()
+        main([*common, "--base-url", url_one, "--replica-urls", url_two, "--out", str(tmp_path / "pair")])
+        assert len(one.keys) + len(two.keys) == sent_alone and one.keys and two.keys
+        summary = json.loads((tmp_path / "pair" / "summary.json").read_text())
+        assert summary["client"]["per_server"] == [len(one.keys), len(two.keys)]
+        dead = "http://127.0.0.1:9/v1"  # nothing listens there: every POST to it fails at once
+        main([*common, "--base-url", dead, "--replica-urls", url_two, "--max-retries", "2",
+              "--out", str(tmp_path / "dead")])
+    wanted = {"train": 8, "test": 2}
+    single = check_records(tmp_path / "single", wanted)
+    assert check_records(tmp_path / "pair", wanted) == single
+    assert check_records(tmp_path / "dead", wanted) == single  # each request failed over to the live replica
+    dead_summary = json.loads((tmp_path / "dead" / "summary.json").read_text())["client"]
+    assert dead_summary["failed"] == 0 and dead_summary["retries"]
+
+
 @pytest.mark.parametrize("bad", [["--n-train", "0"], ["--corpus", "books=x.jsonl"], ["--oracle", "nope"],
-                                 ["--corpus", "wiki=a", "--corpus", "wiki=b"]])
+                                 ["--corpus", "wiki=a", "--corpus", "wiki=b"], ["--serve-replicas", "2"],
+                                 ["--serve-replicas", "0"]])
 def test_bad_arguments_are_refused(tmp_path, bad):
     base = ["--out", str(tmp_path), "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
     if "--corpus" not in bad and "--oracle" not in bad:

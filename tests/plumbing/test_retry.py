@@ -92,7 +92,7 @@ def test_chat_client_retries_by_the_policy(tmp_path):
     async def ask():
         cfg = ClientConfig("http://x/v1", "m", max_retries=2, backoff_base_s=0.001, backoff_max_s=0.01)
         async with ChatClient(cfg, RequestCache(tmp_path / "c.jsonl")) as client:
-            client._http = httpx.AsyncClient(base_url=cfg.api_url, transport=transport)
+            client._http = [httpx.AsyncClient(base_url=cfg.api_url, transport=transport)]
             return await client.chat([{"role": "user", "content": "x"}], max_tokens=4), client.stats
 
     result, stats = asyncio.run(ask())
