@@ -100,11 +100,14 @@ def test_build_dataset_serves_its_own_model(tiny, tmp_path):
     corpora = ToyWorld(0).write_corpora(tmp_path / "corpora")
     out = tmp_path / "out"
     main(["--corpus", f"wiki={corpora['wiki']['jsonl']}", "--serve", str(tiny), "--serve-threads", "1",
-          "--n-train", "1", "--n-test", "1", "--out", str(out), "--concurrency", "2", "--max-rounds", "1",
-          "--oversample", "1", "--query-max-tokens", "8", "--answer-max-tokens", "8", "--progress", "false"])
+          "--serve-replicas", "2", "--n-train", "1", "--n-test", "1", "--out", str(out), "--concurrency", "2",
+          "--max-rounds", "1", "--oversample", "1", "--query-max-tokens", "8", "--answer-max-tokens", "8",
+          "--progress", "false"])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["client"]["answered"] == summary["client"]["requests"] > 0
-    assert summary["slots"] == 2 and (out / "server.log").exists()
+    assert summary["slots"] == 2 and (out / "server.log").exists() and (out / "server-2.log").exists()
+    per_server = summary["client"]["per_server"]
+    assert len(per_server) == 2 and all(per_server) and sum(per_server) == summary["client"]["http_attempts"]
 
 
 @needs_llama_cpp
@@ -112,9 +115,11 @@ def test_build_dataset_serves_the_packaged_gguf_with_llama_cpp(tmp_path):
     corpora = ToyWorld(0).write_corpora(tmp_path / "corpora")
     out = tmp_path / "out"
     main(["--corpus", f"wiki={corpora['wiki']['jsonl']}", "--serve", "smollm2-135m-instruct",
-          "--serve-engine", "llama.cpp", "--serve-threads", "1", "--n-train", "1", "--n-test", "1",
+          "--serve-engine", "llama.cpp", "--serve-threads", "1", "--serve-replicas", "2", "--n-train", "1",
+          "--n-test", "1",
           "--out", str(out), "--concurrency", "2", "--max-rounds", "1", "--oversample", "1",
           "--query-max-tokens", "8", "--answer-max-tokens", "8", "--progress", "false"])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["client"]["answered"] == summary["client"]["requests"] > 0
-    assert "llama" in (out / "server.log").read_text().lower()
+    assert all("llama" in (out / log).read_text().lower() for log in ("server.log", "server-2.log"))
+    assert all(summary["client"]["per_server"])
