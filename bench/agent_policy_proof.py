@@ -8,6 +8,7 @@ GRPO per topology and seed with one match judge, each trained agent played again
         --judge-retrievers wiki=runs/quickstart/indexes/wiki arxiv=runs/quickstart/indexes/arxiv
     .venv/bin/python bench/agent_policy_proof.py --judge runs/quickstart/judge --tag trained-nosearch
     .venv/bin/python bench/agent_policy_proof.py --table          # every finished run under --out, one table
+    .venv/bin/python bench/agent_policy_proof.py --null 8 --eval-prompts 50   # the measure's null distribution
 
 Reported per run, on held-out entities (never in a GRPO batch or the warm-up) and on the GRPO entities: the toy
 oracle's win rate of the trained agent against its step-0 self (T = 1 samples, ties half, 95 % bootstrap over
@@ -83,6 +84,34 @@ def evaluate(task: ToyAgentTask, warm: Path, run: Path, args, locations: dict, s
         table[part] = {"win_rate": h2h.win_rate, "ci": [h2h.ci_low, h2h.ci_high], "prompts": len(rows),
                        "before": answer_stats(oracle, rows, before), "after": answer_stats(oracle, rows, after)}
     return table
+
+
+def null_draws(task: ToyAgentTask, warm: Path, args, locations: dict, draws: int) -> dict:
+    """The measure's null distribution: the step-0 policy against itself, sampled with `draws` other seeds, on the
+    held-out prompts (each draw's win rate, its 95 % interval, and whether that interval holds 0.5)."""
+    from eval.head_to_head import head_to_head
+    from toy.oracle import ToyOracle
+
+    rows = task.rows("heldout")[:args.eval_prompts]
+    oracle = ToyOracle.from_rows(task.world, rows)
+    base = samples_of(warm, rows, args, locations, warm / f"samples-heldout-{args.eval_samples}-s0.json", 1000)
+    results = []
+    for k in range(draws):
+        other = samples_of(warm, rows, args, locations,
+                           warm / f"samples-heldout-{args.eval_samples}-null{k}.json", 3000 + k)
+        h2h = head_to_head(oracle, [r["question"] for r in rows], [[x["answer"] for x in g] for g in other],
+                           [[x["answer"] for x in g] for g in base], seed=k)
+        results.append({"seed": 3000 + k, "win_rate": h2h.win_rate, "ci": [h2h.ci_low, h2h.ci_high],
+                        "covers_half": h2h.ci_low <= 0.5 <= h2h.ci_high,
+                        "truth": answer_stats(oracle, rows, other)["truth"]})
+    rates = [r["win_rate"] for r in results]
+    summary = {"prompts": len(rows), "samples": args.eval_samples, "draws": results,
+               "win_rate_mean": statistics.fmean(rates), "win_rate_sd": statistics.stdev(rates) if draws > 1 else None,
+               "ci_half_width_mean": statistics.fmean((r["ci"][1] - r["ci"][0]) / 2 for r in results),
+               "intervals_holding_half": sum(r["covers_half"] for r in results),
+               "truth_base": answer_stats(oracle, rows, base)["truth"]}
+    (args.out / f"null-{args.eval_prompts}x{args.eval_samples}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
 
 
 def run_stats(run: Path) -> dict:
@@ -171,6 +200,9 @@ def main() -> None:
     parser.add_argument("--eval-samples", type=int, default=2, help="answers per prompt and agent")
     parser.add_argument("--extra", default="", help="more train/grpo_policy.py flags for every run")
     parser.add_argument("--table", action="store_true", help="only print the table of finished runs")
+    parser.add_argument("--null", type=int, default=0, metavar="N",
+                        help="only the measure's null: the warm-up policy against itself under N other sampling "
+                             "seeds, on the held-out prompts (writes <out>/null-PROMPTSxSAMPLES.json)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     if args.table:
@@ -193,6 +225,10 @@ def main() -> None:
     warm = built(args.out / "warm", {"base": base, "records": args.sft_records, "search_share": args.search_share},
                  lambda: run_sft(data / "sft.jsonl", base, args.out / "warm", steps, batch, 1e-4, 0),
                  "the agent's SFT warm-up")
+    if args.null:
+        summary = null_draws(task, warm, args, locations, args.null)
+        print(json.dumps({k: v for k, v in summary.items() if k != "draws"}, indent=1))
+        return
     tag = args.tag or ("oracle" if args.judge == "toy-oracle" else Path(args.judge).name)
     judge = ["--judge", args.judge, "--world_seed", str(args.world)]
     if args.judge_retrievers:
