@@ -1,6 +1,6 @@
 """Does the judge's data selection move a real model? (the paper's Table 5 shape, on SmolLM2 and real Wikipedia)
 
-    .venv/bin/python bench/dpo_selection_proof.py --synth runs/wiki-synth-llm --judge runs/qs-hedge/judge \
+    .venv/bin/python bench/dpo_selection_proof.py --synth runs/wiki-synth-llm --judge runs/quickstart/judge \
         --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25 --out runs/dpo-proof \
         --dpo-epochs 2 --dpo-lr 1e-5 --downstream-n 200
 
