@@ -113,10 +113,12 @@ def pair_problem(positive: str, positive_finish: str | None, negative: str, nega
                  documents: Sequence[str], cfg: FilterConfig) -> str | None:
     """The first reason to drop a (positive, negative) pair, or None to keep it: the positive's own problems
     first (`positive_problem`), then the negative's, then the pair's."""
-    problem = positive_problem(positive, positive_finish, documents, cfg) or answer_problem(negative, negative_finish,
-                                                                                            cfg)
+    problem = positive_problem(positive, positive_finish, documents, cfg)
     if problem:
-        return problem if problem.startswith("positive_") else f"negative_{problem}"
+        return problem
+    problem = answer_problem(negative, negative_finish, cfg)
+    if problem:
+        return f"negative_{problem}"
     if mentions_source(negative):
         return "negative_mentions_source"
     if jaccard(tokens(positive), tokens(negative)) >= cfg.max_pair_jaccard:
