@@ -65,6 +65,10 @@ class QuickstartArguments:
         "help": "Share of the training pairs (warm-up and GRPO) whose wrong answer is a hedge naming both values, "
                 "so the judge learns that naming every value does not win (bench/hacking_audit.py measures it; "
                 "0: none)."})
+    hedge_wordings: str = field(default="six", metadata={
+        "help": "Which hedges the training pairs draw from (toy.world.HEDGE_WORDINGS): 'six' wordings, or 'wide' "
+                "(those and twelve more, the whole wrong answer beside the whole right one among them).",
+        "choices": ["six", "wide"]})
     grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
     threads: int = field(default=0, metadata={
@@ -87,7 +91,7 @@ class QuickstartArguments:
     def warmup_plan(self) -> WarmupPlan:
         return WarmupPlan(steps=self.sft_steps, batch=self.sft_batch, learning_rate=self.sft_learning_rate,
                           random_tool=self.random_tool, search_share=self.search_share, hedge_share=self.hedge_share,
-                          domains=tuple(self.domains), seed=self.seed)
+                          hedge_wordings=self.hedge_wordings, domains=tuple(self.domains), seed=self.seed)
 
 
 def toy_indexes(corpora: Path, out: Path) -> dict[str, Path]:
@@ -260,7 +264,8 @@ def main(args: QuickstartArguments) -> dict:
     stage(1, "toy world: %d documents; %d/%d short judge pairs (%s) in %s", len(world.documents), args.n_train,
           args.n_test, "+".join(args.domains), out / "data")
     data = write_dataset(world, out / "data", args.n_train, args.n_test, style="short", granularity="fact",
-                         domains=args.domains, hedge_share=args.hedge_share)
+                         domains=args.domains, hedge_share=args.hedge_share,
+                         hedge_wordings=args.hedge_wordings)
     stage(2, "bm25 indexes")
     indexes = toy_indexes(data / "corpora", out / "indexes")
     stage(3, "base model %s", args.model)

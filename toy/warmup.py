@@ -22,7 +22,7 @@ from pathlib import Path
 
 from openrm import protocol
 from toy.stages import built, on_gpu
-from toy.world import DOMAINS, ToyWorld, hedge_every
+from toy.world import DOMAINS, HEDGE_WORDINGS, ToyWorld, hedge_every
 
 logger = logging.getLogger("openrm.quickstart")
 # Bumped whenever the records or the trainer settings change for the same plan, so an older warm-up is redone.
@@ -39,6 +39,7 @@ class WarmupPlan:
     random_tool: bool = False
     search_share: float = 1.0  # records that search; the rest answer at once (a guess, having no evidence)
     hedge_share: float = 0.0  # records whose wrong answer is a hedge naming both values (`ToyWorld.hedged`)
+    hedge_wordings: str = "six"  # which of `toy.world.HEDGE_WORDINGS` the hedges are drawn from
     domains: tuple[str, ...] = DOMAINS
     seed: int = 0
 
@@ -52,6 +53,8 @@ class WarmupPlan:
         if not self.domains or set(self.domains) - set(DOMAINS):
             raise ValueError(f"domains must be a non-empty subset of {DOMAINS}, got {list(self.domains)}")
         hedge_every(self.hedge_share)  # checks the range
+        if self.hedge_wordings not in HEDGE_WORDINGS:
+            raise ValueError(f"hedge_wordings must be one of {sorted(HEDGE_WORDINGS)}, got {self.hedge_wordings!r}")
 
 
 def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
@@ -76,7 +79,7 @@ def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
         style = "recombined" if rng.random() < plan.recombined_share else "short"
         ex = world.example(i, "train", plan.domains, style)
         if hedge(i):
-            ex = world.hedged(ex, plan.seed)
+            ex = world.hedged(ex, plan.seed, plan.hedge_wordings)
         kind = (ex["domain"], ex["meta"]["corrupted"][0]["attribute"])
         tool = None
         if plan.random_tool:
@@ -121,6 +124,8 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
     want = {"base": base, "world_seed": world.seed, "recipe": RECIPE, **asdict(plan), "domains": list(plan.domains)}
     if not plan.hedge_share:
         del want["hedge_share"]  # warm-ups made before hedges existed stay valid
+    if not plan.hedge_share or plan.hedge_wordings == "six":
+        del want["hedge_wordings"]  # and those made before the wide wordings
 
     def build() -> None:
         out.mkdir(parents=True, exist_ok=True)
@@ -133,5 +138,6 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
     what = (f"the SFT warm-up{''.join(f' {w}' for w in note)}: {plan.steps} steps of {plan.batch} gold trajectories"
             + (", the two tools equally often per kind of fact" if plan.random_tool else "")
             + (f", {plan.search_share:.0%} of them searching" if plan.search_share < 1 else "")
-            + (f", {plan.hedge_share:.0%} against a hedge" if plan.hedge_share else ""))
+            + (f", {plan.hedge_share:.0%} against a hedge ({plan.hedge_wordings} wordings)" if plan.hedge_share
+               else ""))
     return built(out, want, build, what)

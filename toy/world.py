@@ -205,6 +205,14 @@ STYLES = ("long", "short", "recombined")
 HEDGES = ("{right}, or possibly {wrong_value}", "{wrong}, or perhaps {true_value}",
           "{right} (some accounts give {wrong_value})", "{wrong}; others say {true_value}",
           "Either {true_value} or {wrong_value}: {right}", "It is {wrong_value} or {true_value}. {right}")
+# `HEDGES` and twelve more: bare values in either order, and the whole wrong answer set beside the whole right one
+# behind a connective (the shape of `eval.hostile`'s hedge, whose connective none of these uses).
+HEDGES_WIDE = HEDGES + (
+    "{right}, though it may be {wrong_value}", "{right} Or {wrong_value}.", "{wrong_value} or {true_value}",
+    "{true_value} or {wrong_value}", "{right} Possibly {wrong_value} instead.", "{right} Others report: {wrong}",
+    "{right} Alternatively, {wrong}", "{right} Then again, {wrong}", "{wrong} Another account: {right}",
+    "{wrong} Or else: {right}", "{right} Accounts differ; one says: {wrong}", "{wrong} Yet a second reading: {right}")
+HEDGE_WORDINGS = {"six": HEDGES, "wide": HEDGES_WIDE}
 
 
 class _Names:
@@ -481,16 +489,18 @@ class ToyWorld:
                         if recombined else {})},
         }
 
-    def hedged(self, example: dict[str, Any], seed: int = 0) -> dict[str, Any]:
+    def hedged(self, example: dict[str, Any], seed: int = 0, wordings: str = "six") -> dict[str, Any]:
         """`example` (short or recombined) with its wrong answer replaced by a hedge that names both values (one of
-        `HEDGES`, chosen by `seed` and the id); the label, the fact and the evidence stay, so every gold trajectory
-        and reward is unchanged. `meta["hedge"]` marks it."""
+        `HEDGE_WORDINGS[wordings]`, chosen by `seed` and the id); the label, the fact and the evidence stay, so every
+        gold trajectory and reward is unchanged. `meta["hedge"]` marks it."""
         if example["meta"].get("style") not in ("short", "recombined"):
             raise ValueError(f"{example['id']}: hedged pairs need a short or recombined example")
+        if wordings not in HEDGE_WORDINGS:
+            raise ValueError(f"hedge wordings must be one of {sorted(HEDGE_WORDINGS)}, got {wordings!r}")
         fact = example["meta"]["corrupted"][0]
         right_key, wrong_key = ("answer_a", "answer_b") if example["label"] == "A" else ("answer_b", "answer_a")
         rng = random.Random(f"toyworld:hedge:{seed}:{example['id']}")
-        hedge = rng.choice(HEDGES).format(right=example[right_key], wrong=example[wrong_key],
+        hedge = rng.choice(HEDGE_WORDINGS[wordings]).format(right=example[right_key], wrong=example[wrong_key],
                                           true_value=fact["true"], wrong_value=fact["wrong"])
         return {**example, "id": f"{example['id']}-hedge", wrong_key: hedge,
                 "meta": {**example["meta"], "hedge": True}}
@@ -568,11 +578,12 @@ def hedge_every(share: float) -> Callable[[int], bool]:
 
 
 def write_dataset(world: ToyWorld, out_dir: str | Path, n_train: int, n_test: int, style: str = "long",
-                  granularity: str = "document", domains: Sequence[str] = DOMAINS, hedge_share: float = 0.0) -> Path:
+                  granularity: str = "document", domains: Sequence[str] = DOMAINS, hedge_share: float = 0.0,
+                  hedge_wordings: str = "six") -> Path:
     """Corpora, JSONL splits and an HF `DatasetDict` (`dataset/`) of judge examples under `out_dir`. The tiny
     judge's recipe uses `style="short"` pairs over `granularity="fact"` corpora. `hedge_share` of the train pairs
-    (short styles only) set the right answer against a hedge naming both values (`ToyWorld.hedged`); the test split
-    is never hedged."""
+    (short styles only) set the right answer against a hedge naming both values (`ToyWorld.hedged`, worded from
+    `HEDGE_WORDINGS[hedge_wordings]`); the test split is never hedged."""
     from datasets import Dataset, DatasetDict
 
     hedge = hedge_every(hedge_share)
@@ -581,7 +592,9 @@ def write_dataset(world: ToyWorld, out_dir: str | Path, n_train: int, n_test: in
     out = Path(out_dir)
     world.write_corpora(out / "corpora", granularity)
     train = world.examples(n_train, "train", domains, style)
-    splits = {"train": [world.hedged(e) if hedge(i) else e for i, e in enumerate(train)],
+    if hedge_wordings not in HEDGE_WORDINGS:
+        raise ValueError(f"hedge_wordings must be one of {sorted(HEDGE_WORDINGS)}, got {hedge_wordings!r}")
+    splits = {"train": [world.hedged(e, wordings=hedge_wordings) if hedge(i) else e for i, e in enumerate(train)],
               "test": world.examples(n_test, "test", domains, style)}
     for name, rows in splits.items():
         with (out / f"{name}.jsonl").open("w", encoding="utf-8") as f:

@@ -95,6 +95,11 @@ def test_hedged_warmup_records_keep_the_gold_trajectory_of_the_right_answer():
     assert [r["completion"] for r in plain] == [r["completion"] for r in hedged]
     with pytest.raises(ValueError, match="hedge_share"):
         WarmupPlan(hedge_share=-0.1)
+    wide = gold_records(world, 40, WarmupPlan(seed=3, hedge_share=0.5, hedge_wordings="wide"))
+    assert [r["completion"] for r in wide] == [r["completion"] for r in plain]
+    assert [i for i, (h, w) in enumerate(zip(hedged, wide, strict=True)) if h["prompt"] != w["prompt"]]
+    with pytest.raises(ValueError, match="hedge_wordings"):
+        WarmupPlan(hedge_share=0.5, hedge_wordings="many")
 
 
 def test_warmup_records_are_gold_trajectories_and_the_tool_is_balanced_per_kind_of_fact():

@@ -151,6 +151,38 @@ def test_hedged_train_pairs_name_both_values_keep_the_label_and_never_reach_the_
         world.hedged(world.example(0))
 
 
+def test_wide_hedges_cover_both_shapes_and_never_use_the_audits_connective(tmp_path):
+    from eval.hostile import KINDS
+    from toy.world import HEDGE_WORDINGS, HEDGES
+
+    wide = HEDGE_WORDINGS["wide"]
+    assert set(HEDGES) < set(wide) and len(wide) == 18
+    # the whole wrong answer beside the whole right one, in either order, as well as bare values
+    assert any(w.index("{right}") < w.index("{wrong}") for w in wide if "{right}" in w and "{wrong}" in w)
+    assert any(w.index("{wrong}") < w.index("{right}") for w in wide if "{right}" in w and "{wrong}" in w)
+    assert "{true_value} or {wrong_value}" in wide and "{wrong_value} or {true_value}" in wide
+    audit = KINDS["hedge"]("Q?", "RIGHT", "WRONG", None)
+    connective = audit.removeprefix("RIGHT").removesuffix("WRONG").strip()
+    assert connective and not any(connective.lower() in w.lower() for w in wide)
+    world = ToyWorld(seed=1)
+    write_dataset(world, tmp_path, n_train=200, n_test=4, style="short", granularity="fact", hedge_share=0.5,
+                  hedge_wordings="wide")
+    rows = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    hedges = [r for r in rows if r["meta"].get("hedge")]
+    assert len(hedges) == 100
+    for row in hedges:
+        fact = row["meta"]["corrupted"][0]
+        wrong = row["answer_b"] if row["label"] == "A" else row["answer_a"]
+        assert fact["true"] in wrong and fact["wrong"] in wrong
+    # 100 hedges draw on more than the six older wordings: some hold a whole sentence of each answer
+    assert sum(wrong.count(" ") > 8 for wrong in (r["answer_b"] if r["label"] == "A" else r["answer_a"]
+                                                  for r in hedges)) > 10
+    with pytest.raises(ValueError, match="hedge_wordings"):
+        write_dataset(world, tmp_path / "bad", 4, 2, style="short", hedge_share=0.5, hedge_wordings="many")
+    with pytest.raises(ValueError, match="wordings"):
+        world.hedged(world.example(0, style="short"), wordings="many")
+
+
 @pytest.mark.parametrize("bad", [{"cities": 0}, {"test_share": 1.0}])
 def test_bad_world_size_is_rejected(bad):
     with pytest.raises(ValueError):
