@@ -65,9 +65,10 @@ class QuickstartArguments:
         "help": "Share of the training pairs (warm-up and GRPO) whose wrong answer is a hedge naming both values, "
                 "so the judge learns that naming every value does not win (bench/hacking_audit.py measures it; "
                 "0: none)."})
-    hedge_wordings: str = field(default="six", metadata={
-        "help": "Which hedges the training pairs draw from (toy.world.HEDGE_WORDINGS): 'six' wordings, or 'wide' "
-                "(those and twelve more, the whole wrong answer beside the whole right one among them).",
+    hedge_wordings: str = field(default="wide", metadata={
+        "help": "Which hedges the training pairs draw from (toy.world.HEDGE_WORDINGS): 'wide' (18 wordings, the "
+                "whole wrong answer beside the whole right one among them) or 'six' (bare values and short "
+                "asides only; its judge ties against a hedge worded otherwise: bench/RESULTS.md).",
         "choices": ["six", "wide"]})
     grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
