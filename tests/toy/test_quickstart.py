@@ -33,7 +33,7 @@ def test_quickstart_runs_the_whole_slice_on_smollm2_and_reuses_stages(tmp_path):
     assert json.loads((tmp_path / "grpo" / "openrm_run.json").read_text())["global_step"] == 1
     warm = json.loads((tmp_path / "judge-sft" / "warmup.json").read_text())
     assert warm["random_tool"] is False and warm["search_share"] == 0.3 and warm["steps"] == 2
-    assert warm["hedge_share"] == 0.25
+    assert warm["hedge_share"] == 0.25 and warm["hedge_wordings"] == "wide"
     assert "smollm2-135m-instruct" in warm["base"]
     card = json.loads((tmp_path / "judge" / "judge_card.json").read_text())
     assert card["prompt_style"] == "compact" and card["topk"] == 1  # judged as smollm2_cpu.yaml trains it
