@@ -162,6 +162,21 @@ def mmlu_row(lead: Lead, others: list[Lead], index: int, rng: random.Random, wit
             "category": lead.category, "src": "wikipedia-vital-articles"}
 
 
+def _trim(leads: list[Lead], n: int) -> list[Lead]:
+    """The first `n` of `leads`, cut from the end but sparing each category's last row while another can give one:
+    the harness cannot load a category with no rows, and a plain cut of the stratified list empties the last
+    categories whenever n is not near a multiple of 14 (n = 20 keeps 10)."""
+    kept = leads[:]
+    count = Counter(lead.category for lead in kept)
+    i = len(kept) - 1
+    while len(kept) > n and i >= 0:
+        if count[kept[i].category] > 1:
+            count[kept[i].category] -= 1
+            del kept[i]
+        i -= 1
+    return kept[:n]
+
+
 def build(n: int, seed: int = 0, path: str | Path | None = None, shots_per_category: int = 5) -> tuple[dict, dict]:
     """({file: rows}, summary) for every task; `n` questions per task (fewer when the articles run out)."""
     skipped: Counter = Counter()
@@ -212,7 +227,7 @@ def build(n: int, seed: int = 0, path: str | Path | None = None, shots_per_categ
     per_subject = -(-n // len(MMLU_SUBJECTS))  # stratified, so every subject of the harness's group has rows
     picked = [lead for subject in MMLU_SUBJECTS
               for lead in take(per_subject, lambda lead, s=subject: has_description(lead) and lead.category == s)]
-    picked = (picked + take(n - len(picked), has_description))[:n]
+    picked = _trim(picked + take(n - len(picked), has_description), n)
     tests = [mmlu_row(lead, distractors(lead, 9), i, rng, False) for i, lead in enumerate(picked)]
     files = {"triviaqa/validation.jsonl": trivia, "truthfulqa_mc/validation.jsonl": truthful,
              "mmlu_pro/test.jsonl": tests, "mmlu_pro/validation.jsonl": shots}

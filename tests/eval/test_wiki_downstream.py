@@ -42,6 +42,11 @@ def test_every_file_has_the_columns_its_harness_config_reads(tmp_path, packaged)
         check_columns(read(path), benchmark, name)  # raises on a missing column
     again = write(tmp_path, 5, seed=9)  # written once per folder: a rerun reads the summary back
     assert again == summary
+    # the harness cannot load an MMLU-Pro category with no rows: every size from 14 up fills all 14
+    assert set(summary["mmlu_pro_categories"]) == set(MMLU_SUBJECTS)
+    for n in (14, 20, 27):
+        tests = build(n, seed=3)[0]["mmlu_pro/test.jsonl"]
+        assert len(tests) == n and {r["category"] for r in tests} == set(MMLU_SUBJECTS), n
 
 
 def test_answers_sit_where_the_harness_looks_and_articles_are_not_shared(packaged):
