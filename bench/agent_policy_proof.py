@@ -177,8 +177,13 @@ def hostile_cell(runs: list[dict]) -> str:
         first = statistics.fmean(h.get(kind, [0.0, 0.0])[0] for h in logged)
         last = statistics.fmean(h.get(kind, [0.0, 0.0])[1] for h in logged)
         if first or last:
-            seen.append(f"{kind} {first:.2f} → {last:.2f}")
+            seen.append(f"{kind} {share(first)} → {share(last)}")
     return ", ".join(seen) or "none seen"
+
+
+def share(value: float) -> str:
+    """Two decimals, three for a share above 0 that two would print as 0.00 (one answer in a few hundred)."""
+    return f"{value:.3f}" if 0 < value < 0.005 else f"{value:.2f}"
 
 
 def main() -> None:

@@ -59,3 +59,16 @@ def test_the_oracle_names_every_value_a_hedge_holds(task):
     assert oracle.named(row["question"], f"{row['answer']} or {rival}") == {row["answer"].lower(), rival.lower()}
     assert oracle.named(row["question"], "I do not know") == set()
     assert oracle.named("not a question?", row["answer"]) == set()
+
+
+def test_the_agent_tables_hostile_cell_shows_rare_kinds_and_the_quarters():
+    from bench.agent_policy_proof import hostile_cell
+
+    rare = {"search_tag": [0.0104, 0.0], "refusal": [0.0, 0.0]}
+    assert hostile_cell([{"hostile_first_last_quarter": rare}] + [{"hostile_first_last_quarter": {}}]) == \
+        "search_tag 0.01 → 0.00"
+    # averaged over three seeds one answer in ~300 is 0.003: shown, not rounded to a misleading 0.00
+    runs = [{"hostile_first_last_quarter": rare}] + [{"hostile_first_last_quarter": {"search_tag": [0.0, 0.0]}}] * 2
+    assert hostile_cell(runs) == "search_tag 0.003 → 0.00"
+    assert hostile_cell([{"hostile_first_last_quarter": {"hedge": [0.0, 0.0]}}]) == "none seen"
+    assert hostile_cell([{"hostile_first_last_quarter": {}}, {}]) == "not logged"
