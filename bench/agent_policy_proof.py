@@ -8,7 +8,7 @@ GRPO per topology and seed with one match judge, each trained agent played again
         --judge-retrievers wiki=runs/quickstart/indexes/wiki arxiv=runs/quickstart/indexes/arxiv
     .venv/bin/python bench/agent_policy_proof.py --judge runs/quickstart/judge --tag trained-nosearch
     .venv/bin/python bench/agent_policy_proof.py --table          # every finished run under --out, one table
-    .venv/bin/python bench/agent_policy_proof.py --null 8 --eval-prompts 50   # the measure's null distribution
+    .venv/bin/python bench/agent_policy_proof.py --null 8 --eval-prompts 50   # the measure's null, per seed
 
 Reported per run, on held-out entities (never in a GRPO batch or the warm-up) and on the GRPO entities: the toy
 oracle's win rate of the trained agent against its step-0 self (T = 1 samples, ties half, 95 % bootstrap over
@@ -86,15 +86,17 @@ def evaluate(task: ToyAgentTask, warm: Path, run: Path, args, locations: dict, s
     return table
 
 
-def null_draws(task: ToyAgentTask, warm: Path, args, locations: dict, draws: int) -> dict:
-    """The measure's null distribution: the step-0 policy against itself, sampled with `draws` other seeds, on the
-    held-out prompts (each draw's win rate, its 95 % interval, and whether that interval holds 0.5)."""
+def null_draws(task: ToyAgentTask, warm: Path, args, locations: dict, draws: int, seed: int) -> dict:
+    """The measure's null distribution for one seed: the step-0 policy, sampled with `draws` other seeds, against
+    that seed's own baseline sample (the "before" of every run of that seed), on the held-out prompts (each draw's
+    win rate, its 95 % interval, and whether that interval holds 0.5). The draws are shared by every seed."""
     from eval.head_to_head import head_to_head
     from toy.oracle import ToyOracle
 
     rows = task.rows("heldout")[:args.eval_prompts]
     oracle = ToyOracle.from_rows(task.world, rows)
-    base = samples_of(warm, rows, args, locations, warm / f"samples-heldout-{args.eval_samples}-s0.json", 1000)
+    base = samples_of(warm, rows, args, locations, warm / f"samples-heldout-{args.eval_samples}-s{seed}.json",
+                      1000 + seed)
     results = []
     for k in range(draws):
         other = samples_of(warm, rows, args, locations,
@@ -105,12 +107,13 @@ def null_draws(task: ToyAgentTask, warm: Path, args, locations: dict, draws: int
                         "covers_half": h2h.ci_low <= 0.5 <= h2h.ci_high,
                         "truth": answer_stats(oracle, rows, other)["truth"]})
     rates = [r["win_rate"] for r in results]
-    summary = {"prompts": len(rows), "samples": args.eval_samples, "draws": results,
+    summary = {"seed": seed, "prompts": len(rows), "samples": args.eval_samples, "draws": results,
                "win_rate_mean": statistics.fmean(rates), "win_rate_sd": statistics.stdev(rates) if draws > 1 else None,
                "ci_half_width_mean": statistics.fmean((r["ci"][1] - r["ci"][0]) / 2 for r in results),
                "intervals_holding_half": sum(r["covers_half"] for r in results),
                "truth_base": answer_stats(oracle, rows, base)["truth"]}
-    (args.out / f"null-{args.eval_prompts}x{args.eval_samples}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    name = f"null-{args.eval_prompts}x{args.eval_samples}-s{seed}.json"
+    (args.out / name).write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
 
@@ -206,8 +209,9 @@ def main() -> None:
     parser.add_argument("--extra", default="", help="more train/grpo_policy.py flags for every run")
     parser.add_argument("--table", action="store_true", help="only print the table of finished runs")
     parser.add_argument("--null", type=int, default=0, metavar="N",
-                        help="only the measure's null: the warm-up policy against itself under N other sampling "
-                             "seeds, on the held-out prompts (writes <out>/null-PROMPTSxSAMPLES.json)")
+                        help="only the measure's null: the warm-up policy under N other sampling seeds against "
+                             "each --seeds seed's baseline sample, on the held-out prompts "
+                             "(writes <out>/null-PROMPTSxSAMPLES-sSEED.json)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     if args.table:
@@ -231,8 +235,9 @@ def main() -> None:
                  lambda: run_sft(data / "sft.jsonl", base, args.out / "warm", steps, batch, 1e-4, 0),
                  "the agent's SFT warm-up")
     if args.null:
-        summary = null_draws(task, warm, args, locations, args.null)
-        print(json.dumps({k: v for k, v in summary.items() if k != "draws"}, indent=1))
+        for seed in args.seeds:
+            summary = null_draws(task, warm, args, locations, args.null, seed)
+            print(json.dumps({k: v for k, v in summary.items() if k != "draws"}))
         return
     tag = args.tag or ("oracle" if args.judge == "toy-oracle" else Path(args.judge).name)
     judge = ["--judge", args.judge, "--world_seed", str(args.world)]
