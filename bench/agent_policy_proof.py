@@ -68,6 +68,13 @@ def samples_of(model: Path, rows: list[dict], args, locations: dict, cache: Path
     return out
 
 
+def baseline_samples(warm: Path, rows: list[dict], args, locations: dict, part: str, seed: int) -> list[list[dict]]:
+    """The step-0 policy's answers that every run of `seed` is measured against (sampled once, with seed 1000 + seed,
+    and cached in the warm-up folder)."""
+    return samples_of(warm, rows, args, locations, warm / f"samples-{part}-{args.eval_samples}-s{seed}.json",
+                      1000 + seed)
+
+
 def evaluate(task: ToyAgentTask, warm: Path, run: Path, args, locations: dict, seed: int) -> dict:
     from eval.head_to_head import head_to_head
     from toy.oracle import ToyOracle
@@ -75,8 +82,7 @@ def evaluate(task: ToyAgentTask, warm: Path, run: Path, args, locations: dict, s
     table = {}
     for part in ("heldout", "grpo"):
         rows = task.rows(part)[:args.eval_prompts]
-        before = samples_of(warm, rows, args, locations, warm / f"samples-{part}-{args.eval_samples}-s{seed}.json",
-                            1000 + seed)
+        before = baseline_samples(warm, rows, args, locations, part, seed)
         after = samples_of(run, rows, args, locations, run / f"samples-{part}-{args.eval_samples}.json", 2000 + seed)
         oracle = ToyOracle.from_rows(task.world, rows)
         h2h = head_to_head(oracle, [r["question"] for r in rows], [[s["answer"] for s in g] for g in after],
@@ -95,8 +101,7 @@ def null_draws(task: ToyAgentTask, warm: Path, args, locations: dict, draws: int
 
     rows = task.rows("heldout")[:args.eval_prompts]
     oracle = ToyOracle.from_rows(task.world, rows)
-    base = samples_of(warm, rows, args, locations, warm / f"samples-heldout-{args.eval_samples}-s{seed}.json",
-                      1000 + seed)
+    base = baseline_samples(warm, rows, args, locations, "heldout", seed)
     results = []
     for k in range(draws):
         other = samples_of(warm, rows, args, locations,
