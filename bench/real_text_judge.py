@@ -1,25 +1,28 @@
-"""The SmolLM2 judge trained on real text: pairs over real Wikipedia lead sections, SFT warm-up on gold
-trajectories, GRPO with live search over the real Wikipedia index, then the in-domain table on held-out pairs.
+"""The SmolLM2 judge trained on real text: clean pairs over real Wikipedia lead sections, an SFT warm-up on gold
+trajectories in both orders, optional GRPO with live search over the real Wikipedia index, then one table on
+held-out articles.
 
-    .venv/bin/python bench/real_text_judge.py [--out runs/real-judge] [--dataset DIR] [--seed 0]
+    .venv/bin/python bench/real_text_judge.py [--out runs/real-judge] [--seed 0] [--grpo-steps 0]
 
 Stages (each cached under --out and reused when its inputs match; GRPO resumes from its last checkpoint):
-1. the pair dataset: `data_synthesis.wiki_pairs` (an article's lead section against the same text with its numbers
-   changed, or against another article of its topic; test articles never in train), or --dataset (any
-   `data_synthesis.build_dataset` output, e.g. pairs a served model wrote);
-2. the bm25 index of the packaged lead sections (`retrieval.wikipedia.packaged_index`);
-3. gold trajectories for the train split (`train.gold_trajectories`: search the question, copy the evidence only the
-   right answer shares) and the SFT warm-up on them;
-4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, composite reward) and export;
-5. `eval.run --benchmark in-domain` on the test split, both orders (a pair is right when both orders pick the
-   right answer; the orders disagreeing is a tie, counted wrong), each row with its 95 % bootstrap interval, and
-   single-order accuracy (each order scored alone):
-   zero-shot, SFT warm-up, after GRPO with search, the same judge without tools, and retrieve-then-judge (top
-   passages of the question put in the prompt); plus the length baseline (the longer answer wins) and the share of
-   right verdicts that went to the shorter answer.
+1. the pair dataset: `data_synthesis.wiki_judge_pairs` (an article's lead section cut to one sentence, two or three
+   sentences or the whole lead, against the same text with one kind of error put in; test articles, and every
+   article a test pair borrows from, never in train), or --dataset (any `data_synthesis.build_dataset` output);
+   --holdout-kind trains on every kind but one, so the table shows a kind the judge never saw;
+2. the bm25 index of the packaged lead sections, and what a search shows for each test pair: whether it holds words
+   that separate the answers (evidence coverage, the ceiling of any judge that searches) and the lexical reference
+   (the answer sharing more of its words with that evidence wins);
+3. gold trajectories for the train split, both orders of a pair side by side (`train.gold_trajectories`: search the
+   question, read the evidence, decide; --trace) and the SFT warm-up on them, each step holding both orders of its
+   pairs, under bf16 autocast on a CPU that has it (--bf16);
+4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, composite reward; --both-orders-reward pays a verdict only
+   as often as the pair's other order is right) and export, when --grpo-steps > 0;
+5. `eval.run --benchmark in-domain` on the test split, both orders, greedy (a pair is right when both orders pick
+   the right answer; a coin scores 0.25): each judge row with its 95 % bootstrap interval, accuracy by kind and by
+   length, the same-letter rate (both orders gave the same letter: the verdict followed the position), ties and
+   unparsed orders; beside them the lexical reference and "the longer answer wins".
 
-Every row is judged with the config's run settings (prompt style, budgets, top-1 evidence). Results go to
-`<out>/results.md` and `<out>/results.json`.
+Results go to `<out>/results.json` and `<out>/results.md`.
 """
 
 from __future__ import annotations
@@ -45,21 +48,21 @@ from toy.warmup import run_sft  # noqa: E402
 
 logger = logging.getLogger("real_text_judge")
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_wiki_cpu.yaml"
+ROWS = ("zero-shot", "warm-up", "warm-up, no search", "warm-up, retrieve-then-judge", "after GRPO",
+        "after GRPO, no search")
 
 
-def longer(e: dict) -> str | None:
+def kind_of(e: dict) -> str:
+    return e["meta"]["source"].split("/")[-1]
+
+
+def length_of(e: dict) -> str:
+    return next((f["value"] for f in e["meta"].get("facts") or [] if f["attribute"] == "length"), "-")
+
+
+def longer(e: dict) -> str:
     a, b = len(e["answer_a"].split()), len(e["answer_b"].split())
-    return None if a == b else ("A" if a > b else "B")
-
-
-def length_rows(examples: list[dict], verdicts: dict[str, dict]) -> dict:
-    """Length baseline accuracy, and how the judge's right verdicts split between the longer and shorter answer."""
-    baseline = sum(longer(e) == e["label"] for e in examples) / len(examples)
-    right = [e for e in examples if verdicts.get(e["id"], {}).get("prediction") == e["label"] and longer(e)]
-    shorter = sum(longer(e) != e["label"] for e in right)
-    return {"length_baseline": baseline, "right_verdicts": len(right),
-            "right_verdicts_for_the_shorter": shorter / len(right) if right else None,
-            "shorter_is_right_share": sum(longer(e) not in (None, e["label"]) for e in examples) / len(examples)}
+    return "tie" if a == b else ("A" if a > b else "B")
 
 
 def bootstrap(values: list[float], seed: int = 0, resamples: int = 1000) -> list[float]:
@@ -71,11 +74,134 @@ def bootstrap(values: list[float], seed: int = 0, resamples: int = 1000) -> list
     return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
 
 
-def per_kind(examples: list[dict], verdicts: dict[str, dict]) -> dict[str, float]:
-    kinds: dict[str, list[bool]] = {}
-    for e in examples:
-        kinds.setdefault(e["meta"]["source"], []).append(verdicts.get(e["id"], {}).get("prediction") == e["label"])
-    return {k: sum(v) / len(v) for k, v in sorted(kinds.items())}
+def reference_row(test: list[dict], verdict_of) -> dict:
+    """A rule's both-order row: `verdict_of(e)` is order-free, so one verdict stands for both orders."""
+    from eval.breakdown import both_order_accuracy
+
+    verdicts = {e["id"]: {"prediction": verdict_of(e)} for e in test}
+    hits = [float(verdicts[e["id"]]["prediction"] == e["label"]) for e in test]
+    return {"accuracy": sum(hits) / len(hits), "ci95": bootstrap(hits), "n": len(test),
+            "ties": sum(v["prediction"] == "tie" for v in verdicts.values()) / len(test),
+            "by_kind": both_order_accuracy(test, verdicts, kind_of),
+            "by_length": both_order_accuracy(test, verdicts, length_of)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/real-judge"))
+    parser.add_argument("--dataset", type=Path, default=None, help="a pair dataset folder (default: wiki pairs)")
+    parser.add_argument("--n-train", type=int, default=600, help="train pairs (each trained in both orders)")
+    parser.add_argument("--n-test", type=int, default=216)
+    parser.add_argument("--holdout-kind", default="", help="train on every kind but this one (it stays in test)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default="smollm2-135m-instruct", help="packaged short name or folder")
+    parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
+    parser.add_argument("--trace", default="verdict", choices=("verdict", "span"),
+                        help="after the evidence: the letter alone, or the evidence span then the letter")
+    parser.add_argument("--sft-epochs", type=float, default=1.0)
+    parser.add_argument("--sft-batch", type=int, default=8)
+    parser.add_argument("--sft-lr", type=float, default=5e-5)
+    parser.add_argument("--bf16", choices=("true", "false"), default="true",
+                        help="bf16 autocast for SFT and GRPO (float32 weights)")
+    parser.add_argument("--grpo-steps", type=int, default=0)
+    parser.add_argument("--grpo-lr", type=float, default=1e-5)
+    parser.add_argument("--both-orders-reward", action="store_true", help="GRPO: pay a pair only in both orders")
+    parser.add_argument("--rows", nargs="+", default=["warm-up", "warm-up, no search"], choices=ROWS,
+                        help="judge rows to evaluate (each a pass over the test split)")
+    parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers import AutoTokenizer
+
+    from eval import loaders
+    from openrm.dataset import in_both_orders_rows
+    from openrm.evidence import lexical_verdict, separates, shown_evidence
+    from openrm.tools import ToolBox
+    from train.gold_trajectories import GoldStats, gold_records
+
+    started = time.perf_counter()
+    bf16 = args.bf16 == "true"
+    data = args.out / "data"
+    if args.dataset:
+        dataset = args.dataset
+    else:
+        from data_synthesis.wiki_pairs import write_dataset
+
+        dataset = data / "dataset"
+        built(data, {"n_train": args.n_train, "n_test": args.n_test, "seed": args.seed, "recipe": 2},
+              lambda: write_dataset(dataset, args.n_train, args.n_test, args.seed), "the Wikipedia pair dataset",
+              marker="built.json")
+    index = args.index or packaged_index(Path("runs/wiki-vital"))
+    retrievers = {"wiki": index, "arxiv": index}
+    settings = judging_settings(CONFIG)
+    train = loaders.load_benchmark("in-domain", dataset, "train").examples
+    if args.holdout_kind:
+        train = [e for e in train if kind_of(e) != args.holdout_kind]
+    test = loaders.load_benchmark("in-domain", dataset, "test", limit=args.eval_limit or None).examples
+    base = resolve(args.model)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    toolbox = ToolBox.from_locations({k: str(v) for k, v in retrievers.items()}, JudgeCard(**settings).tool_specs(),
+                                     topk=settings["topk"])
+    try:
+        shown = shown_evidence(test, toolbox, tokenizer, settings["max_information_tokens"])
+        sft_dir = args.out / "judge-sft"
+        gold = GoldStats()
+
+        def warm() -> None:
+            sft_dir.mkdir(parents=True, exist_ok=True)
+            records = gold_records(in_both_orders_rows(train, args.seed), toolbox, tokenizer,
+                                   settings["max_information_tokens"], settings["prompt_style"], stats=gold,
+                                   trace=args.trace)
+            (sft_dir / "gold_stats.json").write_text(json.dumps(gold.summary(), indent=1) + "\n")
+            logger.info("gold trajectories: %s", gold.summary())
+            path = sft_dir / "sft_records.jsonl"
+            path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+            steps = max(1, round(args.sft_epochs * len(records) / args.sft_batch))
+            run_sft(path, base, sft_dir, steps, args.sft_batch, args.sft_lr, args.seed, max_length=1536, bf16=bf16,
+                    in_file_order=True)
+
+        # the data files only: a trainer leaves cache-*.arrow files beside them
+        data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("data-*.arrow")))
+                                  ).hexdigest()
+        gold_settings = {k: settings[k] for k in ("tools", "topk", "prompt_style", "max_information_tokens")}
+        built(sft_dir, {"base": base, "data": data_sha, "epochs": args.sft_epochs, "batch": args.sft_batch,
+                        "lr": args.sft_lr, "seed": args.seed, "gold": gold_settings, "trace": args.trace,
+                        "holdout": args.holdout_kind, "bf16": bf16, "both_orders": True}, warm, "the SFT warm-up")
+    finally:
+        toolbox.close()
+    judges = args.out / "judges"
+    folders = {"zero-shot": judge_folder(Path(base), judges / "zero-shot", settings),
+               "warm-up": judge_folder(sft_dir, judges / "sft", settings)}
+    if args.grpo_steps:
+        folders["after GRPO"] = grpo_judge(args, sft_dir, dataset, data, retrievers, settings, bf16)
+    results = {"gold": json.loads((sft_dir / "gold_stats.json").read_text())
+               if (sft_dir / "gold_stats.json").exists() else None, "args": vars(args) | {"out": str(args.out)},
+               "settings": {k: settings[k] for k in ("topk", "max_information_tokens")}, "rows": {}}
+    results["args"]["dataset"] = str(args.dataset or "")
+    results["args"]["index"] = str(args.index or "")
+    covered = {e["id"]: separates(shown[e["id"]], e) for e in test}
+    results["coverage"] = {"all": sum(covered.values()) / len(test), "by_kind": _share_by(test, covered, kind_of),
+                           "by_length": _share_by(test, covered, length_of)}
+    results["references"] = {"lexical reference": reference_row(test, lambda e: lexical_verdict(shown[e["id"]], e)),
+                             "longer answer wins": reference_row(test, longer)}
+    for name in args.rows:
+        judge = "after GRPO" if name.startswith("after GRPO") else name.split(",")[0]
+        if judge not in folders:
+            logger.warning("skipping row %r: no %s judge (--grpo-steps 0?)", name, judge)
+            continue
+        results["rows"][name] = judge_row(name, folders[judge], dataset, test, retrievers, settings, args)
+    results["seconds"] = time.perf_counter() - started
+    (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    (args.out / "results.md").write_text(table(results), encoding="utf-8")
+    print(table(results))
+
+
+def _share_by(test: list[dict], flags: dict[str, bool], key) -> dict[str, float]:
+    groups: dict[str, list[bool]] = {}
+    for e in test:
+        groups.setdefault(key(e), []).append(flags[e["id"]])
+    return {k: sum(v) / len(v) for k, v in sorted(groups.items())}
 
 
 def judge_folder(model: Path, out: Path, settings: dict) -> Path:
@@ -89,73 +215,10 @@ def judge_folder(model: Path, out: Path, settings: dict) -> Path:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("runs/real-judge"))
-    parser.add_argument("--dataset", type=Path, default=None, help="a pair dataset folder (default: wiki_pairs)")
-    parser.add_argument("--n-train", type=int, default=600)
-    parser.add_argument("--n-test", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--model", default="smollm2-135m-instruct")
-    parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
-    parser.add_argument("--sft-steps", type=int, default=40)
-    parser.add_argument("--sft-batch", type=int, default=8)
-    parser.add_argument("--sft-lr", type=float, default=1e-4)
-    parser.add_argument("--grpo-steps", type=int, default=20)
-    parser.add_argument("--grpo-lr", type=float, default=1e-5)
-    parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from eval import loaders
-    from eval.run import main as eval_main
+def grpo_judge(args, sft_dir: Path, dataset: Path, data: Path, retrievers: dict, settings: dict, bf16: bool) -> Path:
+    """GRPO from the warm-up with live search, exported with the table's run settings."""
     from train import export_judge
-    from train.gold_trajectories import GoldStats, gold_records
 
-    started = time.perf_counter()
-    data = args.out / "data"
-    if args.dataset:
-        dataset = args.dataset
-    else:
-        from data_synthesis.wiki_pairs import write_dataset
-
-        dataset = data / "dataset"
-        built(data, {"n_train": args.n_train, "n_test": args.n_test, "seed": args.seed},
-              lambda: write_dataset(dataset, args.n_train, args.n_test, args.seed), "the Wikipedia pair dataset",
-              marker="built.json")
-    index = args.index or packaged_index(Path("runs/wiki-vital"))
-    retrievers = {"wiki": index, "arxiv": index}
-    settings = judging_settings(CONFIG)
-    train = loaders.load_benchmark("in-domain", dataset, "train").examples
-    test = loaders.load_benchmark("in-domain", dataset, "test", limit=args.eval_limit or None).examples
-    base = resolve(args.model)
-    sft_dir = args.out / "judge-sft"
-    gold = GoldStats()
-
-    def warm() -> None:
-        from transformers import AutoTokenizer
-
-        from openrm.tools import ToolBox
-
-        sft_dir.mkdir(parents=True, exist_ok=True)
-        toolbox = ToolBox.from_locations({k: str(v) for k, v in retrievers.items()},
-                                         JudgeCard(**settings).tool_specs(), topk=settings["topk"])
-        try:
-            records = gold_records(train, toolbox, AutoTokenizer.from_pretrained(base),
-                                   settings["max_information_tokens"], settings["prompt_style"], stats=gold)
-        finally:
-            toolbox.close()
-        (sft_dir / "gold_stats.json").write_text(json.dumps(gold.summary(), indent=1) + "\n")
-        logger.info("gold trajectories: %s", gold.summary())
-        path = sft_dir / "sft_records.jsonl"
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-        run_sft(path, base, sft_dir, args.sft_steps, args.sft_batch, args.sft_lr, args.seed, max_length=1024)
-
-    # the data files only: a trainer leaves cache-*.arrow files beside them
-    data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("data-*.arrow")))).hexdigest()
-    gold_settings = {k: settings[k] for k in ("tools", "topk", "prompt_style", "max_information_tokens")}
-    built(sft_dir, {"base": base, "data": data_sha, "steps": args.sft_steps, "batch": args.sft_batch,
-                    "lr": args.sft_lr, "seed": args.seed, "gold": gold_settings}, warm, "the SFT warm-up")
     grpo_data = Path(dataset).parent  # grpo() reads <data>/dataset
     if Path(dataset).name != "dataset":  # e.g. a build_dataset --out folder: linked as <out>/data/dataset
         grpo_data, link = data, data / "dataset"
@@ -164,73 +227,72 @@ def main() -> None:
             link.unlink()
         if not link.exists():
             link.symlink_to(Path(dataset).resolve(), target_is_directory=True)
-    run = grpo(sft_dir, grpo_data, retrievers, args.out / "grpo", args.grpo_steps, "--seed", str(args.seed),
-               "--learning_rate", str(args.grpo_lr), "--trajectory_log", str(args.out / "grpo" / "trajectories.jsonl"),
-               config=CONFIG)
-    judges = args.out / "judges"
-    exported = judges / "grpo"
+    extra = ["--seed", str(args.seed), "--learning_rate", str(args.grpo_lr), "--bf16", str(bf16).lower(),
+             "--trajectory_log", str(args.out / "grpo" / "trajectories.jsonl")]
+    if args.both_orders_reward:
+        extra += ["--both_orders", "true"]
+    run = grpo(sft_dir, grpo_data, retrievers, args.out / "grpo", args.grpo_steps, *extra, config=CONFIG)
+    exported = args.out / "judges" / "grpo"
     export_judge.main(*export_judge.parse(["--checkpoint", str(run), "--out", str(exported), "--overwrite"]))
     JudgeCard(**{**json.loads((exported / "judge_card.json").read_text()), **settings}).write(exported)
-    folders = {"zero-shot": judge_folder(Path(base), judges / "zero-shot", settings),
-               "SFT warm-up": judge_folder(sft_dir, judges / "sft", settings), "after GRPO": exported}
-    rows = [("zero-shot", "zero-shot", "tools"), ("SFT warm-up", "SFT warm-up", "tools"),
-            ("after GRPO", "after GRPO", "tools"), ("after GRPO, no search", "after GRPO", "no-tools"),
-            ("after GRPO, retrieve-then-judge", "after GRPO", "retrieve-then-judge")]
-    results = {"gold": json.loads((sft_dir / "gold_stats.json").read_text()) if (sft_dir / "gold_stats.json").exists()
-               else None, "rows": {}}
-    for name, judge, mode in rows:
-        out = args.out / "eval" / name.replace(", ", "-").replace(" ", "-")
-        argv = ["--judge", str(folders[judge]), "--benchmark", "in-domain", "--data", str(dataset), "--split", "test",
-                "--out", str(out), "--chunk_size", "16", "--seed", str(args.seed)]
-        if args.eval_limit:
-            argv += ["--limit", str(args.eval_limit)]
-        if mode == "no-tools":
-            argv += ["--no_tools", "true"]
-        else:
-            argv += ["--retrievers", *[f"{k}={v}" for k, v in retrievers.items()]]
-        if mode == "retrieve-then-judge":
-            argv += ["--retrieve_then_judge", "true", "--evidence_tokens", str(settings["max_information_tokens"])]
-        r = eval_main(argv)
-        lines = (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()
-        verdicts = {v["id"]: v for v in map(json.loads, lines)}
-        j = r["judging"]
-        strict = [float(verdicts.get(e["id"], {}).get("prediction") == e["label"]) for e in test]
-        single = r.get("single_order") or {}
-        results["rows"][name] = {"accuracy": sum(strict) / len(strict), "ci95": bootstrap(strict, args.seed),
-                                 "accuracy_ties_half": r["accuracy"], "ties": sum(
-                                     verdicts.get(e["id"], {}).get("prediction") == "tie" for e in test) / len(test),
-                                 "single_order": single.get("accuracy"), "single_order_ci95": single.get("ci95"),
-                                 "n": r["counts"]["examples"],
-                                 "unparsed_orders": j["unparsed_orders"] / max(1, 2 * j["judged"]),
-                                 "consistency": j["consistency"], "searches": j["searches_per_judgment"],
-                                 "seconds_per_pair": j["seconds_per_judgment"], "per_kind": per_kind(test, verdicts),
-                                 **length_rows(test, verdicts)}
-        logger.info("%s: %s", name, results["rows"][name])
-    results["seconds"] = time.perf_counter() - started
-    (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    (args.out / "results.md").write_text(table(results), encoding="utf-8")
-    print(table(results))
+    return exported
+
+
+def judge_row(name: str, folder: Path, dataset: Path, test: list[dict], retrievers: dict, settings: dict,
+              args) -> dict:
+    """One judge row: eval.run over the test split (resumable), broken down by kind and length."""
+    from eval.breakdown import both_order_accuracy, same_letter_rate
+    from eval.run import main as eval_main
+
+    out = args.out / "eval" / name.replace(", ", "-").replace(" ", "-")
+    argv = ["--judge", str(folder), "--benchmark", "in-domain", "--data", str(dataset), "--split", "test",
+            "--out", str(out), "--chunk_size", "16", "--seed", str(args.seed)]
+    if args.eval_limit:
+        argv += ["--limit", str(args.eval_limit)]
+    if name.endswith("no search"):
+        argv += ["--no_tools", "true"]
+    else:
+        argv += ["--retrievers", *[f"{k}={v}" for k, v in retrievers.items()]]
+    if name.endswith("retrieve-then-judge"):
+        argv += ["--retrieve_then_judge", "true", "--evidence_tokens", str(settings["max_information_tokens"])]
+    r = eval_main(argv)
+    verdicts = {v["id"]: v for v in map(json.loads, (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines())}
+    j = r["judging"]
+    hits = [float(verdicts.get(e["id"], {}).get("prediction") == e["label"]) for e in test]
+    row = {"accuracy": sum(hits) / len(hits), "ci95": bootstrap(hits, args.seed), "n": len(test),
+           "ties": sum(verdicts.get(e["id"], {}).get("prediction") == "tie" for e in test) / len(test),
+           "same_letter": same_letter_rate(test, verdicts),
+           "single_order": (r.get("single_order") or {}).get("accuracy"),
+           "unparsed_orders": j["unparsed_orders"] / max(1, 2 * j["judged"]),
+           "searches": j["searches_per_judgment"], "seconds_per_pair": j["seconds_per_judgment"],
+           "by_kind": both_order_accuracy(test, verdicts, kind_of),
+           "by_length": both_order_accuracy(test, verdicts, length_of)}
+    logger.info("%s: %s", name, {k: v for k, v in row.items() if not k.startswith("by_")})
+    return row
 
 
 def table(results: dict) -> str:
-    rows = results["rows"]
-    kinds = sorted({k for r in rows.values() for k in r["per_kind"]})
-    first = next(iter(rows.values()))
-    lines = ["| judge | accuracy, both orders (95 % CI) | " + " | ".join(k.split("/")[-1] for k in kinds)
-             + " | ties | single order (95 % CI) | unparsed orders | searches / pair "
-             "| right verdicts for the shorter answer |",
-             "|---|---|" + "---|" * len(kinds) + "---|---|---|---|---|"]
+    rows = {**results["rows"], **results["references"]}
+    kinds = sorted({k for r in rows.values() for k in r["by_kind"]})
+    lengths = [x for x in ("sentence", "short", "lead") if any(x in r["by_length"] for r in rows.values())]
+    lengths += sorted({k for r in rows.values() for k in r["by_length"]} - set(lengths))
+    head = ["judge", "both orders (95 % CI)", *kinds, *lengths, "same letter", "ties", "single order",
+            "unparsed orders", "searches / pair"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in rows.items():
-        ci = f" ({r['ci95'][0]:.2f}-{r['ci95'][1]:.2f})" if r.get("ci95") else ""
-        share = r["right_verdicts_for_the_shorter"]
-        single = "-" if r.get("single_order") is None else (
-            f"{r['single_order']:.2f} ({r['single_order_ci95'][0]:.2f}-{r['single_order_ci95'][1]:.2f})")
-        by_kind = " | ".join(f"{r['per_kind'].get(k, 0):.2f}" for k in kinds)
-        shorter = "-" if share is None else f"{share:.2f}"
-        lines.append(f"| {name} | {r['accuracy']:.2f}{ci} | {by_kind} | {r['ties']:.2f} | {single} | "
-                     f"{r['unparsed_orders']:.2f} | {r['searches'] or 0:.2f} | {shorter} |")
-    lines.append(f"| longer answer wins | {first['length_baseline']:.2f} | " + " | ".join("-" for _ in kinds)
-                 + " | - | - | - | - | - |")
+        cells = [name, f"{r['accuracy']:.2f} ({r['ci95'][0]:.2f}-{r['ci95'][1]:.2f})"]
+        cells += [f"{r['by_kind'][k]['accuracy']:.2f}" if k in r["by_kind"] else "-" for k in kinds]
+        cells += [f"{r['by_length'][k]['accuracy']:.2f}" if k in r["by_length"] else "-" for k in lengths]
+        judged = "same_letter" in r
+        cells += [f"{r['same_letter']:.2f}" if judged else "-", f"{r['ties']:.2f}",
+                  "-" if r.get("single_order") is None else f"{r['single_order']:.2f}",
+                  f"{r['unparsed_orders']:.2f}" if judged else "-", f"{r['searches'] or 0:.2f}" if judged else "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    cov = results["coverage"]
+    lines += ["", f"Evidence coverage (the search shows words that separate the answers): {cov['all']:.2f} of "
+              f"{next(iter(rows.values()))['n']} test pairs; by kind "
+              + ", ".join(f"{k} {v:.2f}" for k, v in cov["by_kind"].items()) + "; by length "
+              + ", ".join(f"{k} {v:.2f}" for k, v in cov["by_length"].items()) + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -2,6 +2,7 @@
 into GRPO prompts (chat messages) with the columns the reward reads (`label`, `gold_tool`).
 
     ds = load_judge_examples("runs/quickstart/data/dataset", split="train")
+    ds = in_both_orders(ds, seed=0)   # optional: each pair as given and swapped, side by side (pair_id, order)
     train = to_prompts(ds, tools, max_tool_calls=3, tokenizer=tok, max_prompt_length=4096)
 """
 
@@ -96,3 +97,38 @@ def interleaved_by_domain(domains: Sequence[str], seed: int) -> list[int]:
             if not queues[domain]:
                 turn.remove(domain)
     return order
+
+
+ORDERS = ("AB", "BA")  # the pair as given; its answers swapped (and its label flipped)
+
+
+def swapped(row: Mapping[str, Any]) -> dict[str, Any]:
+    """`row` with its answers swapped and its label flipped (a tie stays a tie)."""
+    flip = {"A": "B", "B": "A", "tie": "tie"}
+    return {**row, "answer_a": row["answer_b"], "answer_b": row["answer_a"], "label": flip[row["label"]]}
+
+
+def in_both_orders_rows(rows: Sequence[Mapping[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """Each row twice, as given (order "AB") and swapped ("BA"), the two side by side with the same `pair_id` (the
+    row's id; the swapped row's id gets ":BA"), the pairs in a seeded random order."""
+    import random
+
+    index = list(range(len(rows)))
+    random.Random(f"both-orders:{seed}").shuffle(index)
+    out = []
+    for i in index:
+        row = rows[i]
+        if "pair_id" in row or "order" in row:
+            raise ValueError("the rows already have pair_id / order: they are in both orders already")
+        out.append({**row, "pair_id": str(row["id"]), "order": ORDERS[0]})
+        out.append({**swapped(row), "id": f"{row['id']}:BA", "pair_id": str(row["id"]), "order": ORDERS[1]})
+    return out
+
+
+def in_both_orders(ds, seed: int):
+    """`in_both_orders_rows` of an HF dataset, as a dataset. Taken in this order without shuffling, each step sees
+    a pair in both orders, so a verdict that follows the position and not the answers earns nothing
+    (`openrm.reward.both_orders_gate`)."""
+    from datasets import Dataset
+
+    return Dataset.from_list(in_both_orders_rows([ds[i] for i in range(len(ds))], seed))

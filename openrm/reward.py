@@ -24,6 +24,11 @@ variant that is what lets a policy over-search for reward (the paper's Fig. 3d);
 
 R_EM is 1 iff the parsed verdict equals the label. With `require_well_formed` (default) a malformed
 response earns R_EM = 0 whatever it answered, so a format shortcut can never be rewarded.
+
+`both_orders` (after J1, "Training LLM-as-a-Judge with RL", which pays verdicts that agree across the two orders of
+a pair): when a batch holds each pair in both orders (`openrm.dataset.in_both_orders`), a completion's R_EM is
+scaled by the share of the *other* order's completions of its pair that are right. A judge that answers by
+position is right in one order and wrong in the other, so it earns nothing; the gated tool term follows R_EM.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ class RewardConfig:
     require_well_formed: bool = True
     tools: tuple[str, ...] = ("WIKI", "ARXIV")
     tool_term: str = "share"  # one of TOOL_TERMS: "share" of calls on the gold tool, or +1 "per_call" (paper-literal)
+    both_orders: bool = False  # R_EM scaled by how often the pair's other order is right (both_orders_gate)
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -116,6 +122,29 @@ def score(parsed: ParsedResponse, example: Mapping[str, Any], cfg: RewardConfig)
     return RewardBreakdown(em, tool, total, len(parsed.searches), n_correct)
 
 
+def both_orders_gate(em: Sequence[float], pair_ids: Sequence[str], orders: Sequence[str]) -> list[float]:
+    """Per completion: the mean R_EM of the completions of the same pair in the other order (a completion's order
+    is one of two distinct values). A pair whose other order is not in `em` is an error: the batch layout is wrong,
+    and silently paying it would let position-following pass."""
+    if not len(em) == len(pair_ids) == len(orders):
+        raise ValueError(f"both_orders_gate got {len(em)} rewards, {len(pair_ids)} pair ids, {len(orders)} orders")
+    sums: dict[tuple[str, str], list[float]] = {}
+    for e, p, o in zip(em, pair_ids, orders, strict=True):
+        sums.setdefault((p, o), []).append(e)
+    by_pair: dict[str, list[str]] = {}
+    for p, o in sums:
+        by_pair.setdefault(p, []).append(o)
+    gate = []
+    for p, o in zip(pair_ids, orders, strict=True):
+        others = [x for x in by_pair[p] if x != o]
+        if len(others) != 1:
+            raise ValueError(f"pair {p!r} has orders {sorted(by_pair[p])} in this batch; both_orders needs each pair "
+                             "in exactly two orders in the same batch (openrm.dataset.in_both_orders, unshuffled)")
+        values = sums[(p, others[0])]
+        gate.append(sum(values) / len(values))
+    return gate
+
+
 def completion_text(completion: Any) -> str:
     """TRL hands completions as strings or as chat messages; return the assistant text."""
     if isinstance(completion, str):
@@ -144,6 +173,12 @@ def make_openrm_reward(cfg: RewardConfig, trajectory_log: str | None = None):
         parts = [
             score(p, {"label": y, "gold_tool": g}, cfg) for p, y, g in zip(parsed, label, gold_tools, strict=True)
         ]
+        one_order_em = sum(p.em for p in parts) / max(len(parts), 1)
+        if cfg.both_orders:
+            if "pair_id" not in kwargs or "order" not in kwargs:
+                raise ValueError("both_orders needs pair_id and order columns (openrm.dataset.in_both_orders)")
+            gate = both_orders_gate([p.em for p in parts], kwargs["pair_id"], kwargs["order"])
+            parts = [_scaled(p, g, cfg) for p, g in zip(parts, gate, strict=True)]
         log_metric = kwargs.get("log_metric")
         n = max(len(parts), 1)
         metrics = {
@@ -155,6 +190,8 @@ def make_openrm_reward(cfg: RewardConfig, trajectory_log: str | None = None):
             ),
             "openrm/malformed_rate": sum(not p.well_formed for p in parsed) / n,
         }
+        if cfg.both_orders:  # openrm/em is then the gated R_EM; this is the verdicts' own accuracy
+            metrics["openrm/em_one_order"] = one_order_em
         for reason in ("answer", "eos", "max_turns", "length"):  # from openrm.rollout's TRL rollout_func
             if "finish_reason" in kwargs:
                 metrics[f"openrm/finish_{reason}"] = sum(f == reason for f in kwargs["finish_reason"]) / n
@@ -168,6 +205,15 @@ def make_openrm_reward(cfg: RewardConfig, trajectory_log: str | None = None):
 
     openrm_reward.__name__ = f"openrm_{cfg.variant}"
     return openrm_reward
+
+
+def _scaled(part: RewardBreakdown, gate: float, cfg: RewardConfig) -> RewardBreakdown:
+    """`part` with R_EM multiplied by `gate` and the total recomputed (the tool term still needs R_EM > 0 when
+    gated)."""
+    variant = VARIANTS[cfg.variant]
+    em = part.em * gate
+    total = em + ((1.0 if em > 0 else 0.0) if variant.gated else 1.0) * variant.lam * part.tool
+    return part._replace(em=em, total=total)
 
 
 def _append_log(path: str, completions, parsed, parts, label, gold_tools, kwargs: Mapping[str, Any]) -> None:

@@ -6,12 +6,14 @@ answer.
     python -m train.gold_trajectories --dataset runs/wiki-pairs --retrievers wiki=runs/wiki-vital/index-bm25 \
         arxiv=runs/wiki-vital/index-bm25 --tokenizer smollm2-135m-instruct --out runs/real-judge/sft_gold.jsonl
 
-A trajectory is `<think>QUERY</think> <search>TOOL("QUERY")</search> <information>…</information>
-<think>SPAN LETTER</think> <answer>LETTER</answer>`: QUERY is the question's first content words; SPAN is the
-longest run of words (up to `--span-words`) found in the retrieved passages and in the labelled answer but not in
-the other one. The `<information>` block is cut to `--information-tokens` the way `openrm.rollout.information_ids`
-cuts it live. A pair whose evidence does not tell the answers apart (no such span) gets no trajectory: it is
-counted under its reason, as are bad records, so the printed stats say what the gold set covers.
+A trajectory is `<think>QUERY</think> <search>TOOL("QUERY")</search> <information>…</information> <think>SPAN
+LETTER</think> <answer>LETTER</answer>`: QUERY is the question's first content words; SPAN is the longest run of
+words (up to `--span-words`) found in the retrieved passages and in the labelled answer but not in the other one.
+With `--trace verdict` the second think holds the letter alone: the decision is taken right after the evidence, with
+nothing copied first (a span the model cannot find at run time carries no letter). The `<information>` block is cut
+to `--information-tokens` the way `openrm.rollout.information_ids` cuts it live. A pair whose evidence does not tell
+the answers apart (no such span) gets no trajectory: it is counted under its reason, as are bad records, so the
+printed stats say what the gold set covers.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,17 +31,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from openrm import protocol  # noqa: E402
+from openrm.evidence import WORD, evidence_span, query_of  # noqa: E402,F401 (re-exported)
 
 logger = logging.getLogger("openrm.gold_trajectories")
-
-WORD = re.compile(r"\d+(?:[.,]\d+)*|\w+")
-STOPWORDS = frozenset("a an and are as at be by for from has have in is it its of on or that the this to was were "
-                      "which with".split())
-# words that ask rather than name: left out of a query so the search is about the question's subject
-ASKING = STOPWORDS | frozenset("write short brief encyclopedia entry overview summary summarize about what who when "
-                               "where why how whom whose does do did can could would should please tell me give "
-                               "explain describe".split())
-
 
 @dataclass
 class GoldStats:
@@ -54,49 +47,27 @@ class GoldStats:
                 "skipped": dict(self.skipped.most_common()), "span_words": dict(sorted(self.span_words.items()))}
 
 
-def query_of(question: str, words: int = 10) -> str:
-    """The question's first `words` content words (words that only ask, like "what", "write" or "about", left out),
-    punctuation and quotes dropped (a call's query is plain text)."""
-    return " ".join([w for w in WORD.findall(question) if w.lower() not in ASKING][:words])
-
-
-def _ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
-    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
-
-
-def evidence_span(evidence: str, right: str, wrong: str, max_words: int = 6) -> str | None:
-    """The longest run of words (as written in `evidence`) that `evidence` and `right` share and `wrong` does not
-    hold, earliest first among equals. A run counts only when it is specific: three words or more, or holding a
-    number of two digits or more (a lone common word matches by chance). None when there is none."""
-    matches = list(WORD.finditer(evidence))
-    tokens = [m.group(0).lower() for m in matches]
-    right_tokens = [m.group(0).lower() for m in WORD.finditer(right)]
-    wrong_tokens = [m.group(0).lower() for m in WORD.finditer(wrong)]
-    for n in range(max_words, 0, -1):
-        shared = _ngrams(right_tokens, n) - _ngrams(wrong_tokens, n)
-        if not shared:
-            continue
-        for i in range(len(tokens) - n + 1):
-            gram = tuple(tokens[i:i + n])
-            if gram in shared and (n >= 3 and not set(gram) <= STOPWORDS
-                                   or any(t[:1].isdigit() and len(t) >= 2 for t in gram)):
-                return evidence[matches[i].start():matches[i + n - 1].end()]
-    return None
+TRACES = ("span", "verdict")
 
 
 def trajectory(tool: str, query: str, information: str, span: str, label: str) -> str:
+    """The gold completion; an empty `span` leaves the letter alone in the second think (`--trace verdict`)."""
     t, s, a = protocol.THINK, protocol.SEARCH, protocol.ANSWER
+    decision = f"{span} {label}" if span else label
     return (f"{protocol.open_tag(t)}{query}{protocol.close_tag(t)}\n"
             f"{protocol.open_tag(s)}{protocol.format_call(tool, query)}{protocol.close_tag(s)}{information}"
-            f"{protocol.open_tag(t)}{span} {label}{protocol.close_tag(t)}\n"
+            f"{protocol.open_tag(t)}{decision}{protocol.close_tag(t)}\n"
             f"{protocol.open_tag(a)}{label}{protocol.close_tag(a)}")
 
 
 def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_tokens: int = 128,
                  style: str = "compact", query_words: int = 10, span_words: int = 6,
-                 stats: GoldStats | None = None) -> list[dict]:
-    """SFT records ({prompt, completion}) for the examples whose evidence decides them; the rest counted in
-    `stats` by reason."""
+                 stats: GoldStats | None = None, trace: str = "span") -> list[dict]:
+    """SFT records ({prompt, completion}) for the examples whose evidence decides them (a span the evidence shares
+    with the right answer only), in the examples' order; the rest counted in `stats` by reason. `trace`: what the
+    second think holds (one of TRACES)."""
+    if trace not in TRACES:
+        raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
     from openrm.rollout import information_ids
     from openrm.tools import ToolResult
 
@@ -137,7 +108,8 @@ def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_to
         result = ToolResult(result.call, result.passages, None, shown)
         records.append({"prompt": protocol.judge_messages(ex, toolbox.tools, style=style),
                         "completion": [{"role": "assistant",
-                                        "content": trajectory(tool, query, result.rendered, span, ex["label"])}]})
+                                        "content": trajectory(tool, query, result.rendered,
+                                                              span if trace == "span" else "", ex["label"])}]})
     return records
 
 
@@ -154,6 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--query-words", type=int, default=10)
     parser.add_argument("--span-words", type=int, default=6)
     parser.add_argument("--limit", type=int, default=0, help="first N pairs only (0: all)")
+    parser.add_argument("--topk", type=int, default=1, help="passages per search, as the judge's config")
+    parser.add_argument("--trace", default="span", choices=TRACES,
+                        help="second think: the evidence span then the letter, or the letter alone")
+    parser.add_argument("--both-orders", action="store_true",
+                        help="each pair as given and swapped, side by side (openrm.dataset.in_both_orders)")
     args = parser.parse_args(argv)
     from transformers import AutoTokenizer
 
@@ -167,12 +144,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:
         parser.error("--retrievers takes CORPUS=LOCATION and --tools TOOL=corpus,...")
     examples = load_benchmark("in-domain", args.dataset, args.split, limit=args.limit or None).examples
+    if args.both_orders:
+        from openrm.dataset import in_both_orders_rows
+
+        examples = in_both_orders_rows(examples, seed=0)
     tokenizer = AutoTokenizer.from_pretrained(resolve(args.tokenizer))
-    toolbox = ToolBox.from_locations(locations, tools, topk=1)
+    toolbox = ToolBox.from_locations(locations, tools, topk=args.topk)
     stats = GoldStats()
     try:
         records = gold_records(examples, toolbox, tokenizer, args.information_tokens, args.style, args.query_words,
-                               args.span_words, stats)
+                               args.span_words, stats, args.trace)
     finally:
         toolbox.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,11 @@ class OpenRMArguments:
     max_examples: int = field(default=0, metadata={"help": "Train on the first N examples only (0 = all)."})
     trajectory_log: str = field(default="", metadata={"help": "Append every scored trajectory (id, prompt hash, "
                                                             "completion, reward parts) to this JSONL file, per rank."})
+    both_orders: bool = field(default=False, metadata={
+        "help": "Train on every pair in both orders, the two side by side in one generation batch (the data then "
+                "unshuffled, pairs in a seeded order), and scale R_EM by how often the other order is right "
+                "(openrm.reward.both_orders_gate): a verdict that follows the position earns nothing. One process, "
+                "an even number of prompts per generation batch."})
     interleave_domains: bool = field(default=False, metadata={
         "help": "Train on the examples one domain after another in turn (each domain's in a seeded order) instead "
                 "of shuffled, so every step holds the domains in equal measure. With few prompts a step, a shuffled "
@@ -92,7 +97,9 @@ class OpenRMArguments:
                              "CORPUS=LOCATION for each")
         self.reward = RewardConfig(variant=self.reward_variant, max_tool_calls=self.max_tool_calls,
                                    require_well_formed=self.require_well_formed, tool_term=self.tool_term,
-                                   tools=protocol.tool_names(self.tool_specs))
+                                   tools=protocol.tool_names(self.tool_specs), both_orders=self.both_orders)
+        if self.both_orders and self.interleave_domains:
+            raise ValueError("both_orders and interleave_domains each fix the data order: choose one")
         if self.max_prompt_length < 1 or self.max_examples < 0:
             raise ValueError("max_prompt_length must be >= 1, max_examples >= 0")
 
@@ -108,11 +115,22 @@ def _rank_path(path: str) -> str | None:
     return str(Path(path).with_suffix(f".rank{PartialState().process_index}.jsonl")) if path else None
 
 
+def check_both_orders_layout(training_args) -> None:
+    """Both orders of a pair must reach the reward function together: one process (TRL spreads a generation batch
+    over processes) and an even number of prompts per generation batch."""
+    prompts = (training_args.per_device_train_batch_size * (training_args.steps_per_generation
+                                                            or training_args.gradient_accumulation_steps)
+               // training_args.num_generations)
+    if training_args.world_size > 1 or prompts % 2:
+        raise ValueError(f"both_orders needs one process and an even number of prompts per generation batch; got "
+                         f"{training_args.world_size} processes and {prompts} prompts")
+
+
 def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
 
-    from openrm.dataset import interleaved_by_domain, load_judge_examples, to_prompts
+    from openrm.dataset import in_both_orders, interleaved_by_domain, load_judge_examples, to_prompts
     from openrm.models import resolve
     from openrm.tools import ToolBox
 
@@ -123,6 +141,10 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
         examples = examples.select(range(min(script_args.max_examples, len(examples))))
     if script_args.interleave_domains:
         examples = examples.select(interleaved_by_domain(examples["domain"], training_args.seed))
+        training_args.shuffle_dataset = False
+    if script_args.both_orders:
+        check_both_orders_layout(training_args)
+        examples = in_both_orders(examples, training_args.seed)
         training_args.shuffle_dataset = False
     train_dataset = to_prompts(examples, script_args.tool_specs, script_args.max_tool_calls, tokenizer,
                                script_args.max_prompt_length, script_args.settings.prompt_style)

@@ -25,11 +25,17 @@ def _sft_trainer():
             unwrapped = self.accelerator.unwrap_model(model)
             base = unwrapped.get_base_model() if hasattr(unwrapped, "get_base_model") else unwrapped
             backbone = getattr(base, base.base_model_prefix)
-            hidden = backbone(input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"),
-                              position_ids=inputs.get("position_ids")).last_hidden_state  # [B, T, H]
-            labels = inputs["labels"][:, 1:]  # [B, T-1]: position t predicts token t+1
-            keep = labels != -100
-            logits = base.get_output_embeddings()(hidden[:, :-1][keep])  # [N, V], trained positions only
+            import torch
+
+            # the backbone is called directly, past accelerate's autocast wrapper of model.forward: with --bf16 on a
+            # CPU the same bf16 autocast is entered here (oneDNN's bf16 kernels; the loss stays float32)
+            on_cpu = next(base.parameters()).device.type == "cpu"
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(self.args.bf16) and on_cpu):
+                hidden = backbone(input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"),
+                                  position_ids=inputs.get("position_ids")).last_hidden_state  # [B, T, H]
+                labels = inputs["labels"][:, 1:]  # [B, T-1]: position t predicts token t+1
+                keep = labels != -100
+                logits = base.get_output_embeddings()(hidden[:, :-1][keep])  # [N, V], trained positions only
             total = F.cross_entropy(logits.float(), labels[keep], reduction="sum")
             if self.model.training and len(logits):  # what SFTTrainer's own loss logs (the fused head's is_top1)
                 hits = (logits.detach().argmax(-1) == labels[keep]).float().mean().item()

@@ -121,7 +121,7 @@ def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) 
                 sum(map(len, dataset["completion_mask"])), masked)
     if training_args.use_cpu and training_args.bf16 and script_args.lm_head == "fused":
         # TRL's SFTConfig defaults bf16 to True; on a CPU accelerate then wraps the model's forward in bf16 autocast
-        # (--lm_head plain calls the backbone itself and so stays in float32 either way)
+        # (--lm_head plain enters the same autocast itself: train/plain_head.py)
         logger.warning("bf16 on CPU runs the model's forward under bf16 autocast; pass --bf16 false for float32")
     training_args.completion_only_loss = True
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}

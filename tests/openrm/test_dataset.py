@@ -1,4 +1,5 @@
-"""openrm.dataset's training order: domains in turn, so a GRPO step of few prompts never holds a run of one domain."""
+"""openrm.dataset: domains in turn (a GRPO step of few prompts never holds a run of one domain), and both orders of
+a pair side by side."""
 
 from collections import Counter
 
@@ -25,3 +26,25 @@ def test_three_domains_and_edge_cases():
     assert picked == ["a", "b", "c"] * 4
     assert interleaved_by_domain([], 0) == []
     assert interleaved_by_domain(["x"], 0) == [0]
+
+
+def test_in_both_orders_sets_each_pair_beside_its_swap_with_the_label_flipped():
+    from openrm.dataset import in_both_orders, in_both_orders_rows
+
+    rows = [{"id": f"r{i}", "question": "q", "answer_a": f"a{i}", "answer_b": f"b{i}", "label": "AB"[i % 2],
+             "gold_tool": "WIKI"} for i in range(6)]
+    out = in_both_orders_rows(rows, seed=3)
+    assert len(out) == 12
+    assert sorted(r["pair_id"] for r in out[::2]) == [f"r{i}" for i in range(6)]
+    assert [r["pair_id"] for r in out[::2]] != [f"r{i}" for i in range(6)]  # pairs shuffled
+    for given, swapped in zip(out[::2], out[1::2], strict=True):
+        assert given["pair_id"] == swapped["pair_id"] and (given["order"], swapped["order"]) == ("AB", "BA")
+        assert (swapped["answer_a"], swapped["answer_b"]) == (given["answer_b"], given["answer_a"])
+        assert {given["label"], swapped["label"]} == {"A", "B"}
+        assert swapped["id"] == given["id"] + ":BA"
+    assert in_both_orders_rows(rows, seed=3) == out
+    with pytest.raises(ValueError, match="both orders already"):
+        in_both_orders_rows(out, seed=3)
+    from datasets import Dataset
+
+    assert in_both_orders(Dataset.from_list(rows), seed=3).to_list() == out

@@ -137,3 +137,41 @@ def test_more_calls_raise_decoupled_reward_only_per_call():
 def test_unknown_tool_term_is_rejected():
     with pytest.raises(ValueError, match="tool term"):
         RewardConfig(tool_term="sum")
+
+
+def test_both_orders_gate_pays_a_pair_only_as_often_as_its_other_order_is_right():
+    from openrm.reward import both_orders_gate
+
+    em = [1, 1, 0, 1, 1, 1, 0, 0]
+    pairs = ["p", "p", "p", "p", "q", "q", "q", "q"]
+    orders = ["AB", "AB", "BA", "BA", "AB", "AB", "BA", "BA"]
+    assert both_orders_gate(em, pairs, orders) == [0.5, 0.5, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("pairs, orders", [
+    (["p", "p"], ["AB", "AB"]),  # the other order is missing from the batch
+    (["p", "p", "p"], ["AB", "BA", "XY"]),  # three orders
+])
+def test_both_orders_gate_refuses_a_batch_without_both_orders(pairs, orders):
+    from openrm.reward import both_orders_gate
+
+    with pytest.raises(ValueError, match="exactly two orders"):
+        both_orders_gate([1.0] * len(pairs), pairs, orders)
+
+
+def test_both_orders_reward_pays_a_position_locked_judge_nothing_and_a_consistent_one_in_full():
+    reward = make_openrm_reward(RewardConfig(variant="composite", both_orders=True))
+    # pair p: label A as given, B swapped. A judge that always answers "A" is right once, wrong once.
+    locked = [completion("A", "WIKI"), completion("A", "WIKI")]
+    consistent = [completion("A", "WIKI"), completion("B", "WIKI")]
+    columns = {"label": ["A", "B"], "gold_tool": ["WIKI", "WIKI"], "pair_id": ["p", "p"], "order": ["AB", "BA"]}
+    assert reward(locked, **columns) == [0.0, 0.0]
+    assert reward(consistent, **columns) == [1.5, 1.5]
+    plain = make_openrm_reward(RewardConfig(variant="composite"))
+    assert plain(locked, **columns) == [1.5, 0.0]  # without the gate the locked judge is paid for half
+
+
+def test_both_orders_reward_needs_the_pair_columns():
+    reward = make_openrm_reward(RewardConfig(both_orders=True))
+    with pytest.raises(ValueError, match="pair_id and order"):
+        reward([completion("A", "WIKI")], label=["A"], gold_tool=["WIKI"])

@@ -107,3 +107,21 @@ def test_cli_writes_records_and_stats(tmp_path, monkeypatch, tokenizer):
     assert len(out.read_text().splitlines()) == 4
     stats = json.loads(out.with_suffix(".stats.json").read_text())
     assert stats["kept"] == 4 and stats["kept_share"] == 1.0
+
+
+def test_verdict_trace_decides_right_after_the_evidence_in_both_orders(tokenizer):
+    from openrm.dataset import in_both_orders_rows
+    from openrm.parsing import parse_response
+
+    toolbox = ToolBox({"wiki": Wiki(), "arxiv": Wiki()}, topk=1)
+    rows = in_both_orders_rows([example("A") | {"id": "p"}, example("B") | {"id": "q"}], seed=0)
+    records = gold_records(rows, toolbox, tokenizer, trace="verdict")
+    assert len(records) == 4
+    for row, record in zip(rows, records, strict=True):
+        text = record["completion"][0]["content"]
+        parsed = parse_response(text)
+        assert parsed.well_formed and parsed.answer == row["label"]
+        assert text.endswith(f"<think>{row['label']}</think>\n<answer>{row['label']}</answer>")
+        assert "1541 by" not in text.split("</information>")[-1]  # no span copied after the evidence
+    with pytest.raises(ValueError, match="trace"):
+        gold_records(rows, toolbox, tokenizer, trace="guess")

@@ -193,3 +193,42 @@ def test_interleaved_domains_give_every_step_its_prompts_in_domain_turns(world_d
     assert seen == order[:len(seen)] and len(seen) == 2 * 4
     domains = {e["id"]: e["domain"] for e in examples}
     assert all(len({domains[i] for i in seen[k:k + 3]}) == 3 for k in range(0, len(seen) - 2))
+
+
+@pytest.mark.slow
+def test_both_orders_puts_each_pair_in_one_batch_and_pays_only_what_the_other_order_confirms(world_dir, tmp_path):
+    """`--both_orders`: every generation batch holds each of its pairs as given and swapped, and a completion's R_EM
+    is its own verdict's times the share of the other order's completions that are right."""
+    from train import grpo_openrm
+
+    trainer = grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, tmp_path / "run", "--max_steps", "2",
+                                                        "--save_steps", "10", "--both_orders", "true",
+                                                        "--trajectory_log", str(tmp_path / "traj.jsonl"))))
+    records = [json.loads(line) for line in (tmp_path / "traj.rank0.jsonl").read_text().splitlines()]
+    assert len(records) == 2 * 4 * N_GEN
+    for step in (0, 1):
+        batch = records[step * 4 * N_GEN:(step + 1) * 4 * N_GEN]
+        pairs: dict[str, dict[str, list[float]]] = {}
+        for r in batch:
+            pair, order = (r["id"][:-3], "BA") if r["id"].endswith(":BA") else (r["id"], "AB")
+            pairs.setdefault(pair, {}).setdefault(order, []).append(float(r["answer"] == r["label"]))
+        assert len(pairs) == 2 and all(set(p) == {"AB", "BA"} for p in pairs.values())
+        for r in batch:
+            pair, order = (r["id"][:-3], "BA") if r["id"].endswith(":BA") else (r["id"], "AB")
+            other = pairs[pair]["BA" if order == "AB" else "AB"]
+            assert r["em"] == pytest.approx(float(r["answer"] == r["label"]) * sum(other) / len(other))
+    assert all("openrm/em_one_order" in h for h in trainer.state.log_history if "openrm/em" in h)
+
+
+def test_both_orders_refuses_a_layout_that_splits_pairs():
+    from types import SimpleNamespace
+
+    from train.grpo_openrm import check_both_orders_layout
+
+    ok = SimpleNamespace(per_device_train_batch_size=8, steps_per_generation=None, gradient_accumulation_steps=1,
+                         num_generations=4, world_size=1)
+    check_both_orders_layout(ok)
+    with pytest.raises(ValueError, match="even number of prompts"):
+        check_both_orders_layout(SimpleNamespace(**{**vars(ok), "per_device_train_batch_size": 4}))
+    with pytest.raises(ValueError, match="one process"):
+        check_both_orders_layout(SimpleNamespace(**{**vars(ok), "world_size": 2}))

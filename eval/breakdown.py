@@ -1,0 +1,37 @@
+"""Both-order accuracy of a judge's verdicts broken down by any key of the examples (pair kind, answer length),
+and the same-letter rate: the share of pairs whose two orders got the same letter, i.e. a verdict that followed the
+position, not the answers.
+
+    verdicts = {v["id"]: v for v in map(json.loads, open("runs/eval/x/verdicts.jsonl"))}
+    both_order_accuracy(examples, verdicts, key=lambda e: e["meta"]["source"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+
+def right(example: Mapping[str, Any], verdict: Mapping[str, Any] | None) -> bool:
+    """Both orders picked the labelled answer (the verdict's `prediction`; the orders disagreeing is a tie)."""
+    return verdict is not None and verdict.get("prediction") == example["label"]
+
+
+def both_order_accuracy(examples: Sequence[Mapping[str, Any]], verdicts: Mapping[str, Mapping[str, Any]],
+                        key: Callable[[Mapping[str, Any]], str]) -> dict[str, dict[str, float]]:
+    """Per value of `key`: the pairs and the share right in both orders, values in sorted order."""
+    groups: dict[str, list[bool]] = {}
+    for e in examples:
+        groups.setdefault(key(e), []).append(right(e, verdicts.get(e["id"])))
+    return {k: {"n": len(v), "accuracy": sum(v) / len(v)} for k, v in sorted(groups.items())}
+
+
+def same_letter_rate(examples: Sequence[Mapping[str, Any]], verdicts: Mapping[str, Mapping[str, Any]]) -> float:
+    """The share of pairs whose two orders both answered and named the same position (A twice or B twice). The
+    orders' answers are stored mapped back to the pair as given, so the same position is two different answers."""
+    same = 0
+    for e in examples:
+        orders = (verdicts.get(e["id"]) or {}).get("orders") or []
+        answers = [o.get("answer") for o in orders]
+        same += len(answers) == 2 and None not in answers and answers[0] != answers[1] and "tie" not in answers
+    return same / len(examples) if examples else 0.0
