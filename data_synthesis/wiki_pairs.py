@@ -19,9 +19,10 @@ The same pairs are written in the shape of each benchmark's real file (RewardBen
 Auto-J, MT-Bench human judgments), one disjoint set of articles per file, the chosen answer's position drawn by a
 coin seeded from (seed, file, row), so `eval.loaders` reads them exactly as it reads the real files.
 
-With --n-train / --n-test it writes instead a judge dataset in the records of `data_synthesis.build_dataset` (the
-DatasetDict, `<split>.jsonl`, `stats.md`): `numbers` and `swap` pairs, domain `wiki`, gold tool WIKI, label A / B
-balanced, the test split's articles (and their swap partners) never in the train split.
+With --n-train / --n-test it writes instead the judge dataset of `data_synthesis.wiki_judge_pairs` (records of
+`data_synthesis.build_dataset`: the DatasetDict, `<split>.jsonl`, `stats.md`, plus `wiki_stats.json`): six kinds of
+change at three lengths, domain `wiki`, gold tool WIKI, label A / B balanced, the test split's articles (and their
+swap partners) never in the train split; --kinds / --lengths choose among them.
 """
 
 from __future__ import annotations
@@ -60,17 +61,23 @@ class WikiPair:
     rejected: str
 
 
-def read_articles(path: str | Path | None = None) -> list[Article]:
+def read_articles(path: str | Path | None = None, skipped: Counter | None = None) -> list[Article]:
     """Every article of the lead-section file (default: the packaged one) with a title, text and topic, in title
-    order."""
+    order; the rows left out are counted by reason in `skipped` when given."""
     rows = json.loads(Path(path or summaries_file()).read_text(encoding="utf-8"))
+    skipped = skipped if skipped is not None else Counter()
     out = []
     for key in sorted(rows):
         row = rows[key]
         if not isinstance(row, dict):
+            skipped["row is not an object"] += 1
             continue
         title, text = (row.get("title") or key), row.get("extract")
-        if isinstance(title, str) and isinstance(text, str) and title.strip() and text.strip():
+        if not isinstance(title, str) or not title.strip():
+            skipped["no title"] += 1
+        elif not isinstance(text, str) or not text.strip():
+            skipped["no text"] += 1
+        else:
             out.append(Article(title.strip(), " ".join(text.split()), str(row.get("topic") or ""),
                                str(row.get("description") or "")))
     return out
@@ -255,53 +262,35 @@ def write_files(out: str | Path, n: int = 12, long: int = 2, seed: int = 0, path
     return files
 
 
-def to_record(pair: WikiPair, split: str, k: int, label: str, seed: int) -> dict:
-    """A pair as a judge record (the schema `data_synthesis.pairs.features` fixes)."""
-    a, b = (pair.chosen, pair.rejected) if label == "A" else (pair.rejected, pair.chosen)
-    return {"id": f"wiki-{pair.kind}-{split}-{k:05d}", "domain": "wiki", "question": question(pair), "answer_a": a,
-            "answer_b": b, "label": label, "gold_tool": "WIKI",
-            "meta": {"source": f"wiki_pairs/{pair.kind}", "generator": "rules", "prompts_version": "", "seed": seed,
-                     "split": split, "corpus": "wiki", "doc_ids": [pair.title],
-                     "documents": [{"id": pair.title, "title": pair.title, "text": pair.chosen}],
-                     "positive_finish": "", "negative_finish": "", "request_keys": [], "facts": [],
-                     "corrupted": []}}
+def write_dataset(out: str | Path, n_train: int, n_test: int, seed: int = 0, path: str | Path | None = None,
+                  max_words: int = 150, kinds: tuple[str, ...] | None = None,
+                  lengths: tuple[str, ...] | None = None) -> dict[str, int]:
+    """The judge dataset of `data_synthesis.wiki_judge_pairs` under `out` (every kind and length unless named),
+    answers of at most `max_words` words; returns pairs per split."""
+    from data_synthesis import wiki_judge_pairs
 
-
-def write_dataset(out: str | Path, n_train: int, n_test: int, seed: int = 0,
-                  path: str | Path | None = None, max_words: int = 150) -> dict[str, int]:
-    """The judge dataset under `out` (see the module help), answers of at most `max_words` words (so a prompt
-    fits a small judge's budget); returns pairs per split."""
-    from data_synthesis.pairs import balanced_labels
-    from data_synthesis.report import write_outputs
-
-    articles = read_articles(path)
-    used: set[str] = set()
-    records: dict[str, list[dict]] = {}
-    drops: Counter = Counter()
-    for k, (split, n) in enumerate((("test", n_test), ("train", n_train))):  # test first: its articles are fixed
-        pairs = make_pairs(articles, n, seed * 1000 + 100 + k, 0, used, max_words)
-        labels = balanced_labels(n, seed, f"wiki_pairs:{split}")
-        records[split] = [to_record(p, split, i, label, seed) for i, (p, label) in enumerate(zip(pairs, labels,
-                                                                                              strict=True))]
-    summary = {"generator": "rules (data_synthesis.wiki_pairs)", "prompts_version": "-", "seed": seed,
-               "kinds": {s: dict(Counter(r["meta"]["source"] for r in rows)) for s, rows in records.items()}}
-    write_outputs(Path(out), {"train": records["train"], "test": records["test"]}, [], drops, summary)
-    return {s: len(rows) for s, rows in records.items()}
+    return wiki_judge_pairs.write_dataset(out, n_train, n_test, seed, path, max_words,
+                                          kinds or wiki_judge_pairs.KINDS, lengths or wiki_judge_pairs.LENGTHS)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from data_synthesis.wiki_judge_pairs import add_options  # it imports this module
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--n", type=int, default=12, help="pairs per benchmark file")
     parser.add_argument("--long", type=int, default=2, help="extra long pairs in the RewardBench file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--summaries", default=None, help="lead-section JSON (default: the packaged file)")
-    parser.add_argument("--n-train", type=int, default=0, help="write a judge dataset with this many train pairs")
+    parser.add_argument("--n-train", type=int, default=0, help="write a judge dataset (data_synthesis."
+                        "wiki_judge_pairs) with this many train pairs (negative: as many as there are)")
     parser.add_argument("--n-test", type=int, default=0, help="... and this many test pairs")
     parser.add_argument("--max-words", type=int, default=150, help="judge dataset: longest answer, in words")
+    add_options(parser)
     args = parser.parse_args(argv)
     if args.n_train or args.n_test:
-        counts = write_dataset(args.out, args.n_train, args.n_test, args.seed, args.summaries, args.max_words)
+        counts = write_dataset(args.out, args.n_train, args.n_test, args.seed, args.summaries, args.max_words,
+                               tuple(args.kinds), tuple(args.lengths))
         print(f"judge dataset in {args.out}: {counts['train']} train, {counts['test']} test pairs")
         return 0
     for name, file in write_files(args.out, args.n, args.long, args.seed, args.summaries).items():
