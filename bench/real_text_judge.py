@@ -110,6 +110,8 @@ def main() -> None:
                         help="judge rows to evaluate (each a pass over the test split)")
     parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
     args = parser.parse_args()
+    if args.holdout_kind and args.grpo_steps:
+        parser.error("--holdout-kind leaves a kind out of the warm-up only: GRPO reads the whole train split")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from transformers import AutoTokenizer
@@ -180,6 +182,12 @@ def main() -> None:
                "settings": {k: settings[k] for k in ("topk", "max_information_tokens")}, "rows": {}}
     results["args"]["dataset"] = str(args.dataset or "")
     results["args"]["index"] = str(args.index or "")
+    results["warm-up"] = json.loads((sft_dir / "warmup.json").read_text())
+    saved = args.out / "results.json"
+    if saved.exists():  # rows judged by an earlier call on the same warm-up stay in the table
+        before = json.loads(saved.read_text(encoding="utf-8"))
+        if before.get("warm-up") == results["warm-up"]:
+            results["rows"] = {k: v for k, v in before["rows"].items() if k not in args.rows}
     covered = {e["id"]: separates(shown[e["id"]], e) for e in test}
     results["coverage"] = {"all": sum(covered.values()) / len(test), "by_kind": _share_by(test, covered, kind_of),
                            "by_length": _share_by(test, covered, length_of)}
