@@ -120,11 +120,18 @@ def test_plain_lm_head_gives_the_fused_heads_loss_and_trains(tiny, gold, tmp_pat
     for row, r in enumerate(records):
         mask = [0] * (width - len(r["input_ids"])) + r["completion_mask"]
         labels[row][torch.tensor(mask) == 0] = -100
-    args = SFTConfig(output_dir=str(tmp_path / "p"), use_cpu=True, report_to="none", max_steps=1)
+    args = SFTConfig(output_dir=str(tmp_path / "p"), use_cpu=True, report_to="none", max_steps=1, bf16=False)
     trainer = plain_head_sft_trainer(model=str(path), args=args, processing_class=tokenizer,
                                      train_dataset=Dataset.from_list([{"input_ids": r["input_ids"]} for r in records]))
     batch = {"input_ids": ids, "attention_mask": attention, "labels": labels}
     plain = trainer.compute_loss(trainer.model, batch)
+    # --bf16 on a CPU: the same loss under bf16 autocast (float32 weights), close but not bit-equal
+    trainer.args.bf16 = True
+    low = trainer.compute_loss(trainer.model, batch)
+    trainer.args.bf16 = False
+    assert low.dtype == torch.float32 and not torch.equal(low, plain)
+    assert torch.allclose(low, plain, rtol=0.02), (low, plain)
+    assert next(trainer.model.parameters()).dtype == torch.float32
     reference = AutoModelForCausalLM.from_pretrained(path)
     add_fused_lm_head(reference)
     fused = reference(**batch, fused_lm_head=True)
