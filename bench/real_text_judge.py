@@ -101,6 +101,8 @@ def main() -> None:
     parser.add_argument("--sft-epochs", type=float, default=1.0)
     parser.add_argument("--sft-batch", type=int, default=8)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
+    parser.add_argument("--verdict-weight", type=float, default=1.0,
+                        help="the verdict letters' weight in the SFT loss (train/plain_head.py)")
     parser.add_argument("--bf16", choices=("true", "false"), default="true",
                         help="bf16 autocast for SFT and GRPO (float32 weights)")
     parser.add_argument("--grpo-steps", type=int, default=0)
@@ -161,7 +163,7 @@ def main() -> None:
             path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
             steps = max(1, round(args.sft_epochs * len(records) / args.sft_batch))
             run_sft(path, base, sft_dir, steps, args.sft_batch, args.sft_lr, args.seed, max_length=1536, bf16=bf16,
-                    in_file_order=True)
+                    in_file_order=True, verdict_weight=args.verdict_weight)
 
         # the data files only: a trainer leaves cache-*.arrow files beside them
         data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("data-*.arrow")))
@@ -169,7 +171,9 @@ def main() -> None:
         gold_settings = {k: settings[k] for k in ("tools", "topk", "prompt_style", "max_information_tokens")}
         built(sft_dir, {"base": base, "data": data_sha, "epochs": args.sft_epochs, "batch": args.sft_batch,
                         "lr": args.sft_lr, "seed": args.seed, "gold": gold_settings, "trace": args.trace,
-                        "holdout": args.holdout_kind, "bf16": bf16, "both_orders": True}, warm, "the SFT warm-up")
+                        "holdout": args.holdout_kind, "bf16": bf16, "both_orders": True,
+                        **({"verdict_weight": args.verdict_weight} if args.verdict_weight != 1.0 else {})},
+              warm, "the SFT warm-up")
     finally:
         toolbox.close()
     judges = args.out / "judges"

@@ -99,14 +99,16 @@ def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
 
 
 def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_rate: float, seed: int,
-            max_length: int = 512, bf16: bool = False, in_file_order: bool = False) -> None:
+            max_length: int = 512, bf16: bool = False, in_file_order: bool = False,
+            verdict_weight: float = 1.0) -> None:
     """train/sft_warmup.py on the gold records in `data`: a cosine schedule with a tenth of the steps warming up,
     no checkpoints, on the GPU when one is visible; float32 weights, the forward under bf16 autocast with `bf16`.
     `in_file_order`: the records are taken in the file's order (each step's sorted by length), so records laid out
-    side by side (a pair's two orders) share a step."""
+    side by side (a pair's two orders) share a step. `verdict_weight`: the verdict letters' weight in the loss."""
     from train import sft_warmup
 
     order = ["--sort_within_steps", "true"] if in_file_order else []
+    order += ["--verdict_weight", str(verdict_weight)] if verdict_weight != 1.0 else []
     sft_warmup.main(*sft_warmup.parse([*order,
         "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(out),
         "--max_steps", str(steps), "--per_device_train_batch_size", str(batch),

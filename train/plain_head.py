@@ -7,6 +7,11 @@ backward took over half of every step. With SmolLM2 (vocabulary 49,152) on a CPU
 prompt positions, which carry no loss. The loss here is the same token-mean
 negative log-likelihood over the positions whose label is not -100, and it logs the same `mean_token_accuracy`;
 `train/sft_warmup.py --lm_head plain` selects it.
+
+`verdict_ids` and `verdict_weight` weigh the verdict letters (a letter token right after `>` and right before `</`:
+the `A` of `<think>A</think>` and of `<answer>A</answer>`) `verdict_weight` times in the sum, the divisor still the
+count of trained tokens: in a gold trajectory of some 50 trained tokens the one token that decides is otherwise a
+fiftieth of the loss (`--verdict_weight`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ def _sft_trainer():
     from trl import SFTTrainer
 
     class PlainHeadSFTTrainer(SFTTrainer):
+        verdict_ids: tuple[int, int] | None = None  # the ids of ">" and "</"; None: no weighting
+        verdict_letters: tuple[int, ...] = ()
+        verdict_weight: float = 1.0
+
         def compute_loss(self, model: Any, inputs: dict, return_outputs: bool = False,
                          num_items_in_batch: Any = None):
             import torch.nn.functional as F
@@ -36,7 +45,12 @@ def _sft_trainer():
                 labels = inputs["labels"][:, 1:]  # [B, T-1]: position t predicts token t+1
                 keep = labels != -100
                 logits = base.get_output_embeddings()(hidden[:, :-1][keep])  # [N, V], trained positions only
-            total = F.cross_entropy(logits.float(), labels[keep], reduction="sum")
+            losses = F.cross_entropy(logits.float(), labels[keep], reduction="none")  # [N]
+            if self.verdict_ids is not None and self.verdict_weight != 1.0:
+                weights = 1.0 + (self.verdict_weight - 1.0) * verdict_positions(
+                    inputs["labels"], self.verdict_ids, self.verdict_letters)[:, 1:][keep].float()
+                losses = losses * weights
+            total = losses.sum()
             if self.model.training and len(logits):  # what SFTTrainer's own loss logs (the fused head's is_top1)
                 hits = (logits.detach().argmax(-1) == labels[keep]).float().mean().item()
                 self._metrics["train"]["mean_token_accuracy"].append(hits)
@@ -49,6 +63,30 @@ def _sft_trainer():
     return PlainHeadSFTTrainer
 
 
-def plain_head_sft_trainer(**kwargs: Any):
-    """`PlainHeadSFTTrainer(**kwargs)`; TRL is imported only when one is built."""
-    return _sft_trainer()(**kwargs)
+def verdict_positions(labels: Any, marks: tuple[int, int], letters: tuple[int, ...]) -> Any:
+    """[B, T] bool: the positions whose token is a letter of `letters` between an opening-tag end and a closing-tag
+    start (`marks` = the ids of ">" and "</"), among trained positions (label not -100)."""
+    import torch
+
+    close, opening = marks
+    letter = torch.isin(labels, torch.tensor(letters, device=labels.device))  # [B, T]
+    before = torch.zeros_like(letter)
+    before[:, 1:] = labels[:, :-1] == close
+    after = torch.zeros_like(letter)
+    after[:, :-1] = labels[:, 1:] == opening
+    return letter & before & after
+
+
+def plain_head_sft_trainer(verdict_weight: float = 1.0, **kwargs: Any):
+    """`PlainHeadSFTTrainer(**kwargs)`; TRL is imported only when one is built. `verdict_weight` != 1 weighs the
+    verdict letters (the tokenizer's single-token "A" and "B") that many times."""
+    trainer = _sft_trainer()(**kwargs)
+    if verdict_weight != 1.0:
+        tokenizer = kwargs["processing_class"]
+        ids = {t: tokenizer.encode(t, add_special_tokens=False) for t in (">", "</", "A", "B")}
+        if any(len(v) != 1 for v in ids.values()):
+            raise ValueError(f"verdict_weight needs '>', '</', 'A' and 'B' to be one token each; got {ids}")
+        trainer.verdict_ids = (ids[">"][0], ids["</"][0])
+        trainer.verdict_letters = (ids["A"][0], ids["B"][0])
+        trainer.verdict_weight = verdict_weight
+    return trainer

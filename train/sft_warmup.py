@@ -76,7 +76,14 @@ class WarmupArguments:
                 "still averages the loss over the same records' tokens as one batch would (the quickstart's mixed "
                 "lengths: about a fifth less compute per step, bench/RESULTS.md). One process only."})
 
+    verdict_weight: float = field(default=1.0, metadata={
+        "help": "With --lm_head plain: weigh the verdict letters' loss (the A/B of <think>A</think> and "
+                "<answer>A</answer>) this many times; the one token that decides is otherwise a small share of a "
+                "gold trajectory's loss."})
+
     def __post_init__(self):
+        if self.verdict_weight <= 0 or (self.verdict_weight != 1.0 and self.lm_head != "plain"):
+            raise ValueError("verdict_weight must be > 0, and other than 1 only with --lm_head plain")
         if not 0.0 <= self.stop_at_accuracy <= 1.0:
             raise ValueError(f"stop_at_accuracy must be in [0, 1], got {self.stop_at_accuracy}")
         if not Path(self.dataset).is_file():
@@ -127,7 +134,11 @@ def main(script_args: WarmupArguments, training_args, model_args, callbacks=()) 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     trainer_class = SFTTrainer
     if script_args.lm_head == "plain":
-        from train.plain_head import plain_head_sft_trainer as trainer_class
+        from functools import partial
+
+        from train.plain_head import plain_head_sft_trainer
+
+        trainer_class = partial(plain_head_sft_trainer, script_args.verdict_weight)
     trainer = trainer_class(model=model_path, args=training_args, train_dataset=dataset,
                             processing_class=tokenizer, peft_config=get_peft_config(model_args),
                             callbacks=list(callbacks))

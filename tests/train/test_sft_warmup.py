@@ -204,3 +204,32 @@ def test_sorted_within_steps_refuses_more_than_one_process(tiny, gold, tmp_path,
                      "--max_steps", "1", "--per_device_train_batch_size", "2", "--sort_within_steps", "true",
                      "--report_to", "none", "--use_cpu", "true", "--dtype", "float32"]))
     assert not (tmp_path / "out" / "model.safetensors").exists()
+
+
+def test_verdict_positions_are_letters_between_a_tag_end_and_a_closing_tag():
+    import torch
+
+    from train.plain_head import verdict_positions
+
+    gt, close_open, a, b, word = 1, 2, 3, 4, 5  # ">", "</", "A", "B", any other token
+    labels = torch.tensor([
+        [gt, a, close_open, word, gt, a, close_open],  # <think>A</think> ... <answer>A</answer>
+        [gt, a, word, close_open, -100, gt, b],  # "A Tale ..." is no verdict; a letter with nothing after neither
+        [-100, b, close_open, gt, b, close_open, word],  # no ">" before the first B
+    ])
+    assert verdict_positions(labels, (gt, close_open), (a, b)).tolist() == [
+        [False, True, False, False, False, True, False],
+        [False, False, False, False, False, False, False],
+        [False, False, False, False, True, False, False]]
+
+
+def test_verdict_weight_is_checked(tmp_path):
+    from train.sft_warmup import WarmupArguments
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("{}\n")
+    with pytest.raises(ValueError, match="verdict_weight"):
+        WarmupArguments(dataset=str(data), lm_head="fused", verdict_weight=4.0)
+    with pytest.raises(ValueError, match="verdict_weight"):
+        WarmupArguments(dataset=str(data), lm_head="plain", verdict_weight=0.0)
+    assert WarmupArguments(dataset=str(data), lm_head="plain", verdict_weight=4.0).verdict_weight == 4.0
