@@ -93,6 +93,8 @@ def main() -> None:
     parser.add_argument("--n-train", type=int, default=600, help="train pairs (each trained in both orders)")
     parser.add_argument("--n-test", type=int, default=216)
     parser.add_argument("--holdout-kind", default="", help="train on every kind but this one (it stays in test)")
+    parser.add_argument("--train-kinds", nargs="+", default=[], help="warm up on these kinds only (test: all)")
+    parser.add_argument("--train-lengths", nargs="+", default=[], help="warm up on these lengths only (test: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="packaged short name or folder")
     parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
@@ -112,8 +114,9 @@ def main() -> None:
                         help="judge rows to evaluate (each a pass over the test split)")
     parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
     args = parser.parse_args()
-    if args.holdout_kind and args.grpo_steps:
-        parser.error("--holdout-kind leaves a kind out of the warm-up only: GRPO reads the whole train split")
+    if (args.holdout_kind or args.train_kinds or args.train_lengths) and args.grpo_steps:
+        parser.error("--holdout-kind / --train-kinds / --train-lengths narrow the warm-up only: GRPO reads the whole "
+                     "train split")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from transformers import AutoTokenizer
@@ -140,8 +143,9 @@ def main() -> None:
     retrievers = {"wiki": index, "arxiv": index}
     settings = judging_settings(CONFIG)
     train = loaders.load_benchmark("in-domain", dataset, "train").examples
-    if args.holdout_kind:
-        train = [e for e in train if kind_of(e) != args.holdout_kind]
+    train = [e for e in train if kind_of(e) != args.holdout_kind and (not args.train_kinds or kind_of(e) in
+                                                                     args.train_kinds)
+             and (not args.train_lengths or length_of(e) in args.train_lengths)]
     test = loaders.load_benchmark("in-domain", dataset, "test", limit=args.eval_limit or None).examples
     base = resolve(args.model)
     tokenizer = AutoTokenizer.from_pretrained(base)
@@ -172,6 +176,8 @@ def main() -> None:
         built(sft_dir, {"base": base, "data": data_sha, "epochs": args.sft_epochs, "batch": args.sft_batch,
                         "lr": args.sft_lr, "seed": args.seed, "gold": gold_settings, "trace": args.trace,
                         "holdout": args.holdout_kind, "bf16": bf16, "both_orders": True,
+                        **({"train_kinds": args.train_kinds, "train_lengths": args.train_lengths}
+                           if args.train_kinds or args.train_lengths else {}),
                         **({"verdict_weight": args.verdict_weight} if args.verdict_weight != 1.0 else {})},
               warm, "the SFT warm-up")
     finally:
