@@ -12,9 +12,11 @@ Stages (each cached under --out and reused when its inputs match; GRPO resumes f
 2. the bm25 index of the packaged lead sections, and what a search shows for each test pair: whether it holds words
    that separate the answers (evidence coverage, the ceiling of any judge that searches) and the lexical reference
    (the answer sharing more of its words with that evidence wins);
-3. gold trajectories for the train split, both orders of a pair side by side (`train.gold_trajectories`: search the
-   question, read the evidence, decide; --trace) and the SFT warm-up on them, each step holding both orders of its
-   pairs, under bf16 autocast on a CPU that has it (--bf16);
+3. gold trajectories for the train pairs of --train-kinds and --train-lengths (by default `numbers` and `swap`, one
+   sentence or two to three: the test split's other kinds and the whole lead are then held out), both orders of a
+   pair side by side (`train.gold_trajectories`: search the question, read the evidence, decide; --trace), and the
+   SFT warm-up on them: one epoch, each step holding both orders of its pairs, the verdict letter's loss weighed
+   --verdict-weight times, under bf16 autocast (--bf16);
 4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, composite reward; --both-orders-reward pays a verdict only
    as often as the pair's other order is right) and export, when --grpo-steps > 0;
 5. `eval.run --benchmark in-domain` on the test split, both orders, greedy (a pair is right when both orders pick
@@ -90,11 +92,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/real-judge"))
     parser.add_argument("--dataset", type=Path, default=None, help="a pair dataset folder (default: wiki pairs)")
-    parser.add_argument("--n-train", type=int, default=600, help="train pairs (each trained in both orders)")
-    parser.add_argument("--n-test", type=int, default=216)
+    parser.add_argument("--n-train", type=int, default=2640,
+                        help="train pairs over every kind and length (the warm-up takes those --train-kinds and "
+                             "--train-lengths name, each in both orders)")
+    parser.add_argument("--n-test", type=int, default=210)
     parser.add_argument("--holdout-kind", default="", help="train on every kind but this one (it stays in test)")
-    parser.add_argument("--train-kinds", nargs="+", default=[], help="warm up on these kinds only (test: all)")
-    parser.add_argument("--train-lengths", nargs="+", default=[], help="warm up on these lengths only (test: all)")
+    parser.add_argument("--train-kinds", nargs="*", default=["numbers", "swap"],
+                        help="warm up on these kinds only (the test split keeps all; no value: every kind)")
+    parser.add_argument("--train-lengths", nargs="*", default=["sentence", "short"],
+                        help="warm up on these lengths only (the test split keeps all; no value: every length)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="packaged short name or folder")
     parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
@@ -103,7 +109,7 @@ def main() -> None:
     parser.add_argument("--sft-epochs", type=float, default=1.0)
     parser.add_argument("--sft-batch", type=int, default=8)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
-    parser.add_argument("--verdict-weight", type=float, default=1.0,
+    parser.add_argument("--verdict-weight", type=float, default=10.0,
                         help="the verdict letters' weight in the SFT loss (train/plain_head.py)")
     parser.add_argument("--bf16", choices=("true", "false"), default="true",
                         help="bf16 autocast for SFT and GRPO (float32 weights)")
