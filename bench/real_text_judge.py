@@ -18,7 +18,8 @@ Stages (each cached under --out and reused when its inputs match; GRPO resumes f
    SFT warm-up on them: one epoch, each step holding both orders of its pairs, the verdict letter's loss weighed
    --verdict-weight times, under bf16 autocast (--bf16);
 4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, composite reward; --both-orders-reward pays a verdict only
-   as often as the pair's other order is right) and export, when --grpo-steps > 0;
+   as often as the pair's other order is right) on the whole train split (every kind and length) and export, when
+   --grpo-steps > 0;
 5. `eval.run --benchmark in-domain` on the test split, both orders, greedy (a pair is right when both orders pick
    the right answer; a coin scores 0.25): each judge row with its 95 % bootstrap interval, accuracy by kind and by
    length, the same-letter rate (both orders gave the same letter: the verdict followed the position), ties and
@@ -120,9 +121,8 @@ def main() -> None:
                         help="judge rows to evaluate (each a pass over the test split)")
     parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
     args = parser.parse_args()
-    if (args.holdout_kind or args.train_kinds or args.train_lengths) and args.grpo_steps:
-        parser.error("--holdout-kind / --train-kinds / --train-lengths narrow the warm-up only: GRPO reads the whole "
-                     "train split")
+    if args.holdout_kind and args.grpo_steps:
+        parser.error("--holdout-kind leaves a kind out of the warm-up only: GRPO reads the whole train split")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from transformers import AutoTokenizer
