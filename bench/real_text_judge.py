@@ -139,7 +139,7 @@ def main() -> None:
     if args.dataset:
         dataset = args.dataset
     else:
-        from data_synthesis.wiki_pairs import write_dataset
+        from data_synthesis.wiki_judge_pairs import write_dataset
 
         dataset = data / "dataset"
         built(data, {"n_train": args.n_train, "n_test": args.n_test, "seed": args.seed, "recipe": 2},

@@ -1,7 +1,6 @@
 """A judge dataset of clean pairs from real Wikipedia lead sections, at scale: the chosen answer is an article's own
 text cut to a length class, the rejected answer the same cut with one kind of factual change
-(`data_synthesis.wiki_changes`), so every label is right by construction. `data_synthesis.wiki_pairs --n-train`
-runs this too.
+(`data_synthesis.wiki_changes`), so every label is right by construction.
 
     python -m data_synthesis.wiki_judge_pairs --out runs/wiki-pairs --n-train 3000 --n-test 300 [--kinds date swap]
 

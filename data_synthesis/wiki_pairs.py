@@ -2,7 +2,6 @@
 candidates where the benchmarks' own files are not at hand (no hub here).
 
     python -m data_synthesis.wiki_pairs --out runs/wiki-bench --n 12 --long 2            # benchmark-shaped files
-    python -m data_synthesis.wiki_pairs --out runs/wiki-pairs --n-train 600 --n-test 200  # a judge dataset
 
 Each pair asks about one Vital Article (the lead sections `retrieval.wikipedia` reads) and sets its lead section
 (the chosen answer) against a rejected answer of the same length and style:
@@ -19,10 +18,8 @@ The same pairs are written in the shape of each benchmark's real file (RewardBen
 Auto-J, MT-Bench human judgments), one disjoint set of articles per file, the chosen answer's position drawn by a
 coin seeded from (seed, file, row), so `eval.loaders` reads them exactly as it reads the real files.
 
-With --n-train / --n-test it writes instead the judge dataset of `data_synthesis.wiki_judge_pairs` (records of
-`data_synthesis.build_dataset`: the DatasetDict, `<split>.jsonl`, `stats.md`, plus `wiki_stats.json`): six kinds of
-change at three lengths, domain `wiki`, gold tool WIKI, label A / B balanced, the test split's articles (and their
-swap partners) never in the train split; --kinds / --lengths choose among them.
+Judge datasets (train and test splits, seven kinds of error at three lengths) are
+`data_synthesis.wiki_judge_pairs`, which builds on this module.
 """
 
 from __future__ import annotations
@@ -262,37 +259,14 @@ def write_files(out: str | Path, n: int = 12, long: int = 2, seed: int = 0, path
     return files
 
 
-def write_dataset(out: str | Path, n_train: int, n_test: int, seed: int = 0, path: str | Path | None = None,
-                  max_words: int = 150, kinds: tuple[str, ...] | None = None,
-                  lengths: tuple[str, ...] | None = None) -> dict[str, int]:
-    """The judge dataset of `data_synthesis.wiki_judge_pairs` under `out` (every kind and length unless named),
-    answers of at most `max_words` words; returns pairs per split."""
-    from data_synthesis import wiki_judge_pairs
-
-    return wiki_judge_pairs.write_dataset(out, n_train, n_test, seed, path, max_words,
-                                          kinds or wiki_judge_pairs.KINDS, lengths or wiki_judge_pairs.LENGTHS)
-
-
 def main(argv: list[str] | None = None) -> int:
-    from data_synthesis.wiki_judge_pairs import add_options  # it imports this module
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--n", type=int, default=12, help="pairs per benchmark file")
     parser.add_argument("--long", type=int, default=2, help="extra long pairs in the RewardBench file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--summaries", default=None, help="lead-section JSON (default: the packaged file)")
-    parser.add_argument("--n-train", type=int, default=0, help="write a judge dataset (data_synthesis."
-                        "wiki_judge_pairs) with this many train pairs (negative: as many as there are)")
-    parser.add_argument("--n-test", type=int, default=0, help="... and this many test pairs")
-    parser.add_argument("--max-words", type=int, default=150, help="judge dataset: longest answer, in words")
-    add_options(parser)
     args = parser.parse_args(argv)
-    if args.n_train or args.n_test:
-        counts = write_dataset(args.out, args.n_train, args.n_test, args.seed, args.summaries, args.max_words,
-                               tuple(args.kinds), tuple(args.lengths))
-        print(f"judge dataset in {args.out}: {counts['train']} train, {counts['test']} test pairs")
-        return 0
     for name, file in write_files(args.out, args.n, args.long, args.seed, args.summaries).items():
         print(f"{name}: {file}")
     return 0

@@ -268,8 +268,8 @@ def test_a_change_that_moves_the_length_by_over_a_tenth_is_skipped():
         build(nine, "negation", "sentence", corpus, random.Random(0))
 
 
-def test_the_wiki_pairs_command_writes_the_new_dataset(tmp_path):
-    from data_synthesis.wiki_pairs import main
+def test_the_command_writes_the_dataset_of_the_kinds_and_lengths_named(tmp_path):
+    from data_synthesis.wiki_judge_pairs import main
 
     assert main(["--out", str(tmp_path / "ds"), "--n-train", "4", "--n-test", "2", "--summaries",
                  str(summaries(tmp_path)), "--kinds", "date", "--lengths", "short"]) == 0

@@ -75,7 +75,7 @@ def test_every_loader_reads_the_chosen_answer_as_the_label(tmp_path, benchmark):
 
 
 def test_judge_dataset_has_disjoint_splits_balanced_labels_and_loads_as_in_domain(tmp_path):
-    from data_synthesis.wiki_pairs import write_dataset
+    from data_synthesis.wiki_judge_pairs import write_dataset
 
     counts = write_dataset(tmp_path / "ds", n_train=20, n_test=10, seed=0, path=summaries(tmp_path))
     assert counts == {"train": 20, "test": 10}
