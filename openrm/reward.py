@@ -117,9 +117,13 @@ def score(parsed: ParsedResponse, example: Mapping[str, Any], cfg: RewardConfig)
     honoured = parsed.well_formed or not cfg.require_well_formed
     em = 1.0 if honoured and parsed.answer is not None and parsed.answer == label else 0.0
     tool, n_correct = tool_score(parsed, gold_tool or None, cfg.max_tool_calls, cfg.tool_term)
+    return RewardBreakdown(em, tool, total_of(em, tool, variant), len(parsed.searches), n_correct)
+
+
+def total_of(em: float, tool: float, variant: RewardVariant) -> float:
+    """R_EM + gate · λ · R_tool (the gate: R_EM > 0, for gated variants)."""
     gate = (1.0 if em > 0 else 0.0) if variant.gated else 1.0
-    total = em + gate * variant.lam * tool
-    return RewardBreakdown(em, tool, total, len(parsed.searches), n_correct)
+    return em + gate * variant.lam * tool
 
 
 def both_orders_gate(em: Sequence[float], pair_ids: Sequence[str], orders: Sequence[str]) -> list[float]:
@@ -210,10 +214,8 @@ def make_openrm_reward(cfg: RewardConfig, trajectory_log: str | None = None):
 def _scaled(part: RewardBreakdown, gate: float, cfg: RewardConfig) -> RewardBreakdown:
     """`part` with R_EM multiplied by `gate` and the total recomputed (the tool term still needs R_EM > 0 when
     gated)."""
-    variant = VARIANTS[cfg.variant]
     em = part.em * gate
-    total = em + ((1.0 if em > 0 else 0.0) if variant.gated else 1.0) * variant.lam * part.tool
-    return part._replace(em=em, total=total)
+    return part._replace(em=em, total=total_of(em, part.tool, VARIANTS[cfg.variant]))
 
 
 def _append_log(path: str, completions, parsed, parts, label, gold_tools, kwargs: Mapping[str, Any]) -> None:
