@@ -56,6 +56,12 @@ class Group:
     rubric: str | None = None
 
 
+def no_decided_match(matches: Sequence[Match], group_matches: Sequence[GroupMatch]) -> bool:
+    """True when a group played matches and the judge decided none of them (every one a failure or a tie)."""
+    return (bool(matches) or bool(group_matches)) and not (any(m.status == "decisive" for m in matches)
+                                                          or any(g.winners for g in group_matches))
+
+
 def group_rngs(seed: int, step: int, group_id: int) -> tuple[np.random.Generator, np.random.Generator]:
     """(topology rng, presentation-order rng) of one group at one step: independent streams, so flipping
     presentation orders never shifts the topology's own draws."""
@@ -135,10 +141,16 @@ class Arena:
             scores = np.asarray(standing.scores, dtype=float)
             if scores.shape != (len(state.group.candidates),) or not np.all(np.isfinite(scores)):
                 raise RuntimeError(f"{topology.name} returned bad scores {scores!r}") from None
+            tiebreak = standing.tiebreak
+            if no_decided_match(state.matches, state.group_matches):
+                # the judge decided nothing (down, unparsable, or tying everything): what is left of a standing
+                # is the schedule's (a bye, an opponent's bye under a Buchholz sum), which says nothing about the
+                # candidates, so the group carries no signal
+                scores, tiebreak = np.zeros_like(scores), None
             orders = getattr(self.pairwise, "orders", 1)
             results[n] = TournamentResult(
-                topology.name, len(scores), state.step, state.group.group_id, composite(scores, standing.tiebreak),
-                ranks_from(scores, standing.tiebreak), state.matches, state.group_matches, state.judge_calls,
+                topology.name, len(scores), state.step, state.group.group_id, composite(scores, tiebreak),
+                ranks_from(scores, tiebreak), state.matches, state.group_matches, state.judge_calls,
                 state.judge_calls * orders, state.group_calls)
             del states[n]
 
