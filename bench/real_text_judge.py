@@ -105,8 +105,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="packaged short name or folder")
     parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
-    parser.add_argument("--trace", default="verdict", choices=("verdict", "span"),
-                        help="after the evidence: the letter alone, or the evidence span then the letter")
+    parser.add_argument("--trace", default="verdict", choices=("verdict", "span", "retrieved", "quotes"),
+                        help="after the evidence: the letter alone, or the evidence span then the letter; or "
+                             "'retrieved': the evidence in the prompt before the answers, then the letter (judge it "
+                             "with the row 'warm-up, retrieve-then-judge'); or 'quotes': after the evidence, "
+                             "where the answers part, quoted from each, then the letter")
     parser.add_argument("--sft-epochs", type=float, default=1.0)
     parser.add_argument("--sft-batch", type=int, default=8)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
@@ -120,6 +123,12 @@ def main() -> None:
     parser.add_argument("--rows", nargs="+", default=["warm-up", "warm-up, no search"], choices=ROWS,
                         help="judge rows to evaluate (each a pass over the test split)")
     parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
+    parser.add_argument("--probe-pairs", type=int, default=70,
+                        help="the warm-up's learning curve: the teacher-forced verdict of the first N test pairs in "
+                             "both orders (eval/verdict_probe.py) every --probe-every steps (0: no probe)")
+    parser.add_argument("--probe-every", type=int, default=20)
+    parser.add_argument("--probe-model", default="",
+                        help="only probe this model (folder or packaged name) on the test pairs, print and exit")
     args = parser.parse_args()
     if args.holdout_kind and args.grpo_steps:
         parser.error("--holdout-kind leaves a kind out of the warm-up only: GRPO reads the whole train split")
@@ -128,6 +137,7 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from eval import loaders
+    from eval.verdict_probe import probe_items, verdict_probe
     from openrm.dataset import in_both_orders_rows
     from openrm.evidence import lexical_verdict, separates, shown_evidence
     from openrm.tools import ToolBox
@@ -159,6 +169,13 @@ def main() -> None:
                                      topk=settings["topk"])
     try:
         shown = shown_evidence(test, toolbox, tokenizer, settings["max_information_tokens"])
+        probe = probe_items(in_both_orders_rows(test[:args.probe_pairs], args.seed), toolbox, tokenizer,
+                            settings["max_information_tokens"], settings["prompt_style"],
+                            {"kind": kind_of, "length": length_of},
+                            args.trace) if args.probe_pairs and args.trace != "span" else []
+        if args.probe_model:
+            print(json.dumps(probe_model(args.probe_model, probe, bf16), indent=1))
+            return
         sft_dir = args.out / "judge-sft"
         gold = GoldStats()
 
@@ -172,8 +189,11 @@ def main() -> None:
             path = sft_dir / "sft_records.jsonl"
             path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
             steps = max(1, round(args.sft_epochs * len(records) / args.sft_batch))
+            curve = sft_dir / "probe.jsonl"
+            curve.unlink(missing_ok=True)
             run_sft(path, base, sft_dir, steps, args.sft_batch, args.sft_lr, args.seed, max_length=1536, bf16=bf16,
-                    in_file_order=True, verdict_weight=args.verdict_weight)
+                    in_file_order=True, verdict_weight=args.verdict_weight,
+                    callbacks=[verdict_probe(probe, args.probe_every, curve, bf16)] if probe else ())
 
         # the data files only: a trainer leaves cache-*.arrow files beside them
         data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("data-*.arrow")))
@@ -199,6 +219,8 @@ def main() -> None:
     results["args"]["dataset"] = str(args.dataset or "")
     results["args"]["index"] = str(args.index or "")
     results["warm-up"] = json.loads((sft_dir / "warmup.json").read_text())
+    curve = sft_dir / "probe.jsonl"
+    results["probe"] = [json.loads(line) for line in curve.read_text().splitlines()] if curve.exists() else []
     saved = args.out / "results.json"
     if saved.exists():  # rows judged by an earlier call on the same warm-up stay in the table
         before = json.loads(saved.read_text(encoding="utf-8"))
@@ -219,6 +241,16 @@ def main() -> None:
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     (args.out / "results.md").write_text(table(results), encoding="utf-8")
     print(table(results))
+
+
+def probe_model(model: str, items: list, bf16: bool) -> dict:
+    """The teacher-forced verdict probe of one model on `items`."""
+    from transformers import AutoModelForCausalLM
+
+    from eval.verdict_probe import right_letter_margin, summary
+
+    judge = AutoModelForCausalLM.from_pretrained(resolve(model), dtype="float32")
+    return summary(items, right_letter_margin(judge, items, bf16=bf16))
 
 
 def _share_by(test: list[dict], flags: dict[str, bool], key) -> dict[str, float]:

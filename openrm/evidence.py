@@ -55,6 +55,26 @@ def evidence_span(evidence: str, right: str, wrong: str, max_words: int = 6) -> 
     return None
 
 
+def differing_quotes(a: str, b: str, context: int = 2, max_words: int = 8) -> tuple[str, str] | None:
+    """Where two answers part: from `context` words before their first differing word to `context` words after
+    their last one, at most `max_words` words of each, as written in each answer (a word-level diff, case-blind).
+    None when the answers hold the same words."""
+    from difflib import SequenceMatcher
+
+    words = [list(WORD.finditer(text)) for text in (a, b)]
+    tokens = [[m.group(0).lower() for m in w] for w in words]
+    changed = [op for op in SequenceMatcher(None, *tokens, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not changed:
+        return None
+    quotes = []
+    for text, w, first, last in ((a, words[0], changed[0][1], changed[-1][2]),
+                                 (b, words[1], changed[0][3], changed[-1][4])):
+        start = max(0, first - context)
+        stop = min(len(w), max(last + context, first + 1), start + max_words)
+        quotes.append(text[w[start].start():w[stop - 1].end()] if stop > start else "")
+    return quotes[0], quotes[1]
+
+
 def shown_evidence(examples: Sequence[Mapping[str, Any]], toolbox: Any, tokenizer: Any, information_tokens: int,
                    query_words: int = 10) -> dict[str, str]:
     """Per example id: the `<information>` body a rollout shows after searching the question's content words on

@@ -100,11 +100,12 @@ def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
 
 def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_rate: float, seed: int,
             max_length: int = 512, bf16: bool = False, in_file_order: bool = False,
-            verdict_weight: float = 1.0) -> None:
+            verdict_weight: float = 1.0, callbacks: Sequence = ()) -> None:
     """train/sft_warmup.py on the gold records in `data`: a cosine schedule with a tenth of the steps warming up,
     no checkpoints, on the GPU when one is visible; float32 weights, the forward under bf16 autocast with `bf16`.
     `in_file_order`: the records are taken in the file's order (each step's sorted by length), so records laid out
-    side by side (a pair's two orders) share a step. `verdict_weight`: the verdict letters' weight in the loss."""
+    side by side (a pair's two orders) share a step. `verdict_weight`: the verdict letters' weight in the loss.
+    `callbacks`: more TrainerCallbacks (e.g. `eval.verdict_probe.verdict_probe`)."""
     from train import sft_warmup
 
     order = ["--sort_within_steps", "true"] if in_file_order else []
@@ -116,7 +117,7 @@ def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_r
         "--warmup_steps", str(max(steps // 10, 1)), "--max_length", str(max_length), "--save_strategy", "no",
         "--report_to", "none", "--use_cpu", str(not on_gpu()).lower(), "--dtype", "float32",
         "--bf16", str(bf16).lower(), "--gradient_checkpointing", "false", "--seed", str(seed), "--disable_tqdm", "true",
-        "--logging_steps", str(max(steps // 10, 1))]))
+        "--logging_steps", str(max(steps // 10, 1))]), callbacks=callbacks)
 
 
 def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Sequence[str] = ()) -> Path:

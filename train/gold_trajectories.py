@@ -10,10 +10,16 @@ A trajectory is `<think>QUERY</think> <search>TOOL("QUERY")</search> <informatio
 LETTER</think> <answer>LETTER</answer>`: QUERY is the question's first content words; SPAN is the longest run of
 words (up to `--span-words`) found in the retrieved passages and in the labelled answer but not in the other one.
 With `--trace verdict` the second think holds the letter alone: the decision is taken right after the evidence, with
-nothing copied first (a span the model cannot find at run time carries no letter). The `<information>` block is cut
-to `--information-tokens` the way `openrm.rollout.information_ids` cuts it live. A pair whose evidence does not tell
-the answers apart (no such span) gets no trajectory: it is counted under its reason, as are bad records, so the
-printed stats say what the gold set covers.
+nothing copied first (a span the model cannot find at run time carries no letter). With `--trace retrieved` the same
+evidence goes into the prompt before the question and answers (the retrieve-then-judge layout, `eval.run
+--retrieve_then_judge`) and the completion is the letter alone: every answer token then comes after the passages it
+is checked against. With `--trace quotes` the second think quotes where the two answers part, `[A] …` and `[B] …`
+(`openrm.evidence.differing_quotes`: a few words each, copied from the answers), and the letter comes only in the
+answer: the quotes are written after the evidence, so each quoted word can be checked against the passages above it,
+as an answer's words are in the retrieve-then-judge layout, and the letter follows from the quotes. The
+`<information>` block is cut to `--information-tokens` the way `openrm.rollout.information_ids` cuts it live. A pair
+whose evidence does not tell the answers apart (no such span) gets no trajectory: it is counted under its reason, as
+are bad records, so the printed stats say what the gold set covers.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from openrm import protocol  # noqa: E402
-from openrm.evidence import WORD, evidence_span, query_of  # noqa: E402,F401 (re-exported)
+from openrm.evidence import WORD, differing_quotes, evidence_span, query_of  # noqa: E402,F401 (re-exported)
 
 logger = logging.getLogger("openrm.gold_trajectories")
 
@@ -47,16 +53,24 @@ class GoldStats:
                 "skipped": dict(self.skipped.most_common()), "span_words": dict(sorted(self.span_words.items()))}
 
 
-TRACES = ("span", "verdict")
+TRACES = ("span", "verdict", "retrieved", "quotes")
 
 
-def trajectory(tool: str, query: str, information: str, span: str, label: str) -> str:
-    """The gold completion; an empty `span` leaves the letter alone in the second think (`--trace verdict`)."""
+def trajectory(tool: str, query: str, information: str, span: str, label: str, letter_in_think: bool = True) -> str:
+    """The gold completion; an empty `span` leaves the letter alone in the second think (`--trace verdict`);
+    `letter_in_think` False: the second think holds the span alone and the letter comes only in the answer."""
     t, s, a = protocol.THINK, protocol.SEARCH, protocol.ANSWER
-    decision = f"{span} {label}" if span else label
+    decision = (f"{span} {label}" if span else label) if letter_in_think else span
     return (f"{protocol.open_tag(t)}{query}{protocol.close_tag(t)}\n"
             f"{protocol.open_tag(s)}{protocol.format_call(tool, query)}{protocol.close_tag(s)}{information}"
             f"{protocol.open_tag(t)}{decision}{protocol.close_tag(t)}\n"
+            f"{protocol.open_tag(a)}{label}{protocol.close_tag(a)}")
+
+
+def verdict_only(label: str) -> str:
+    """The gold completion of a judge that was shown the evidence in its prompt (`--trace retrieved`)."""
+    t, a = protocol.THINK, protocol.ANSWER
+    return (f"{protocol.open_tag(t)}{label}{protocol.close_tag(t)}\n"
             f"{protocol.open_tag(a)}{label}{protocol.close_tag(a)}")
 
 
@@ -103,13 +117,25 @@ def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_to
         if span is None:
             stats.skipped["evidence does not tell the answers apart"] += 1
             continue
+        quotes = differing_quotes(ex["answer_a"], ex["answer_b"]) if trace == "quotes" else None
+        if trace == "quotes" and (quotes is None or not all(quotes)):
+            stats.skipped["the answers hold the same words"] += 1
+            continue
         stats.kept += 1
         stats.span_words[len(WORD.findall(span))] += 1
+        if trace == "retrieved":  # retrieve-then-judge: the same evidence in the prompt, before the answers
+            records.append({"prompt": protocol.judge_messages(ex, toolbox.tools, evidence=shown, style=style),
+                            "completion": [{"role": "assistant", "content": verdict_only(ex["label"])}]})
+            continue
+        if quotes is not None:  # candidate words, defused as the prompt shows them
+            span = " ".join(f"[{letter}] {protocol.neutralize_tags(quote)}"
+                            for letter, quote in zip("AB", quotes, strict=True))
         result = ToolResult(result.call, result.passages, None, shown)
         records.append({"prompt": protocol.judge_messages(ex, toolbox.tools, style=style),
                         "completion": [{"role": "assistant",
                                         "content": trajectory(tool, query, result.rendered,
-                                                              span if trace == "span" else "", ex["label"])}]})
+                                                              span if trace in ("span", "quotes") else "",
+                                                              ex["label"], trace != "quotes")}]})
     return records
 
 
