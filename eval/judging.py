@@ -12,11 +12,11 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openrm import protocol
+if TYPE_CHECKING:
+    from openrm.evidence import Evidence
 
 logger = logging.getLogger(__name__)
 
@@ -88,30 +88,6 @@ class VerdictStore:
                 f.flush()
                 os.fsync(f.fileno())
             self.records.update((self.key_of(r), r) for r in fresh)
-
-
-@dataclass
-class Evidence:
-    """Retrieve-then-judge: one search per question in each corpus, rendered as one `<information>` block and cut to
-    `max_tokens` tokens of the judge's tokenizer."""
-
-    toolbox: Any  # openrm.tools.ToolBox
-    tokenizer: Any
-    max_tokens: int = 512
-
-    def __call__(self, questions: Sequence[str]) -> list[str]:
-        corpora = list(dict.fromkeys(t.corpus for t in self.toolbox.tools))
-        hits = {corpus: self.toolbox.search(corpus, list(questions)) for corpus in corpora}
-        blocks = []
-        for i in range(len(questions)):
-            passages = [p for corpus in corpora for p in hits[corpus][i]]
-            block = protocol.render_information(passages)
-            ids = self.tokenizer.encode(block, add_special_tokens=False)
-            if len(ids) > self.max_tokens:  # cut the passages, keep the block closed
-                cut = self.tokenizer.decode(ids[: self.max_tokens]).rstrip()
-                block = f"{cut} ...\n{protocol.close_tag(protocol.INFORMATION)}\n"
-            blocks.append(block)
-        return blocks
 
 
 def record_of(example: dict[str, Any], verdict: Any, mode: str, seconds: float,

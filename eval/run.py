@@ -18,9 +18,10 @@ from pathlib import Path
 
 from eval import loaders, metrics, report
 from eval.judge_args import JudgeArguments
-from eval.judging import Evidence, VerdictStore, judge_examples
+from eval.judging import VerdictStore, judge_examples
 from eval.predictions import PREDICTION_PRESETS, PredictionFormat, read_predictions
 from eval.settings import VerdictSettings
+from openrm.evidence import Evidence
 
 logger = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from openrm import protocol
@@ -120,3 +121,27 @@ def lexical_verdict(evidence: str, example: Mapping[str, Any]) -> str:
     """"A" or "B": the answer whose words the evidence holds the larger share of; "tie" when equal."""
     a, b = overlap(evidence, example["answer_a"]), overlap(evidence, example["answer_b"])
     return "tie" if a == b else ("A" if a > b else "B")
+
+
+@dataclass
+class Evidence:
+    """Retrieve-then-judge: one search per question in each corpus, rendered as one `<information>` block and cut to
+    `max_tokens` tokens of the judge's tokenizer."""
+
+    toolbox: Any  # openrm.tools.ToolBox
+    tokenizer: Any
+    max_tokens: int = 512
+
+    def __call__(self, questions: Sequence[str]) -> list[str]:
+        corpora = list(dict.fromkeys(t.corpus for t in self.toolbox.tools))
+        hits = {corpus: self.toolbox.search(corpus, list(questions)) for corpus in corpora}
+        blocks = []
+        for i in range(len(questions)):
+            passages = [p for corpus in corpora for p in hits[corpus][i]]
+            block = protocol.render_information(passages)
+            ids = self.tokenizer.encode(block, add_special_tokens=False)
+            if len(ids) > self.max_tokens:  # cut the passages, keep the block closed
+                cut = self.tokenizer.decode(ids[: self.max_tokens]).rstrip()
+                block = f"{cut} ...\n{protocol.close_tag(protocol.INFORMATION)}\n"
+            blocks.append(block)
+        return blocks

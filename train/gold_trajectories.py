@@ -10,16 +10,17 @@ A trajectory is `<think>QUERY</think> <search>TOOL("QUERY")</search> <informatio
 LETTER</think> <answer>LETTER</answer>`: QUERY is the question's first content words; SPAN is the longest run of
 words (up to `--span-words`) found in the retrieved passages and in the labelled answer but not in the other one.
 With `--trace verdict` the second think holds the letter alone: the decision is taken right after the evidence, with
-nothing copied first (a span the model cannot find at run time carries no letter). With `--trace retrieved` the same
-evidence goes into the prompt before the question and answers (the retrieve-then-judge layout, `eval.run
---retrieve_then_judge`) and the completion is the letter alone: every answer token then comes after the passages it
-is checked against. With `--trace quotes` the second think quotes where the two answers part, `[A] …` and `[B] …`
-(`openrm.evidence.differing_quotes`: a few words each, copied from the answers), and the letter comes only in the
-answer: the quotes are written after the evidence, so each quoted word can be checked against the passages above it,
-as an answer's words are in the retrieve-then-judge layout, and the letter follows from the quotes. The
-`<information>` block is cut to `--information-tokens` the way `openrm.rollout.information_ids` cuts it live. A pair
-whose evidence does not tell the answers apart (no such span) gets no trajectory: it is counted under its reason, as
-are bad records, so the printed stats say what the gold set covers.
+nothing copied first (a span the model cannot find at run time carries no letter). With `--trace retrieved` the
+prompt is the one `eval.run --retrieve_then_judge` builds (the no-tool system prompt; the question searched on every
+corpus, the passages before the question and answers, cut to the same budget) and the completion is the letter alone:
+every answer token then comes after the passages it is checked against. With `--trace quotes` the second think
+quotes where the two answers part, `[A] …` and `[B] …` (`openrm.evidence.differing_quotes`: a few words each, copied
+from the answers), and the letter comes only in the answer: the quotes are written after the evidence, so each quoted
+word can be checked against the passages above it, as an answer's words are in the retrieve-then-judge layout, and
+the letter follows from the quotes. The `<information>` block is cut to `--information-tokens` the way
+`openrm.rollout.information_ids` cuts it live. A pair whose evidence does not tell the answers apart (no such span)
+gets no trajectory: it is counted under its reason, as are bad records, so the printed stats say what the gold set
+covers.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_to
     second think holds (one of TRACES)."""
     if trace not in TRACES:
         raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
+    from openrm.evidence import Evidence
     from openrm.rollout import information_ids
     from openrm.tools import ToolResult
 
@@ -106,11 +108,14 @@ def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_to
         rows.append((ex, tool, query))
         calls.append(protocol.ToolCall(tool, query))
     records = []
-    for (ex, tool, query), result in zip(rows, toolbox.run(calls) if calls else [], strict=True):
+    # retrieve-then-judge shows what `eval.run --retrieve_then_judge` shows: the question searched on every corpus
+    blocks = (Evidence(toolbox, tokenizer, information_tokens)([ex["question"] for ex, _, _ in rows])
+              if trace == "retrieved" and rows else [None] * len(rows))
+    for (ex, tool, query), result, block in zip(rows, toolbox.run(calls) if calls else [], blocks, strict=True):
         if result.error or not result.passages:
             stats.skipped["search found nothing"] += 1
             continue
-        shown = tokenizer.decode(information_ids(tokenizer, result, information_tokens))
+        shown = block or tokenizer.decode(information_ids(tokenizer, result, information_tokens))
         right, wrong = (ex["answer_a"], ex["answer_b"]) if ex["label"] == "A" else (ex["answer_b"], ex["answer_a"])
         body = shown.split(protocol.open_tag(protocol.INFORMATION), 1)[-1]
         span = evidence_span(body, right, wrong, span_words)
@@ -124,7 +129,7 @@ def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_to
         stats.kept += 1
         stats.span_words[len(WORD.findall(span))] += 1
         if trace == "retrieved":  # retrieve-then-judge: the same evidence in the prompt, before the answers
-            records.append({"prompt": protocol.judge_messages(ex, toolbox.tools, evidence=shown, style=style),
+            records.append({"prompt": protocol.judge_messages(ex, (), evidence=shown, style=style),
                             "completion": [{"role": "assistant", "content": verdict_only(ex["label"])}]})
             continue
         if quotes is not None:  # candidate words, defused as the prompt shows them

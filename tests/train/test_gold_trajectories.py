@@ -138,9 +138,16 @@ def test_retrieved_trace_puts_the_same_evidence_before_the_answers(tokenizer):
     user = record["prompt"][-1]["content"]
     shown = searched["completion"][0]["content"].split("<information>")[1].split("</information>")[0]
     assert shown.strip() and shown.strip() in user  # what the search would have shown, word for word
+    # and exactly the prompt eval.run --retrieve_then_judge builds: no tools offered, its evidence block
+    from openrm.evidence import Evidence
+
+    block = Evidence(toolbox, tokenizer, 128)([example("B")["question"]])[0]
+    assert record["prompt"] == protocol.judge_messages(example("B"), (), evidence=block, style="compact")
+    assert "<search>" not in record["prompt"][0]["content"]
     assert user.index("1541 by the conquistador") < user.index("[A]") < user.index("[B]")
     # a pair the evidence cannot decide is skipped under this trace too
-    toolbox = ToolBox({"wiki": Wiki("Lima is the capital of Peru."), "arxiv": Wiki()}, topk=1)
+    lima = Wiki("Lima is the capital of Peru.")
+    toolbox = ToolBox({"wiki": lima, "arxiv": lima}, topk=1)
     assert gold_records([example("A")], toolbox, tokenizer, trace="retrieved") == []
 
 
