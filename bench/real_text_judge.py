@@ -14,12 +14,15 @@ Stages (each cached under --out and reused when its inputs match; GRPO resumes f
    (the answer sharing more of its words with that evidence wins);
 3. gold trajectories for the train pairs of --train-kinds and --train-lengths (by default `numbers` and `swap`, one
    sentence or two to three: the test split's other kinds and the whole lead are then held out), both orders of a
-   pair side by side (`train.gold_trajectories`: search the question, read the evidence, decide; --trace), and the
-   SFT warm-up on them: one epoch, each step holding both orders of its pairs, the verdict letter's loss weighed
-   --verdict-weight times, under bf16 autocast (--bf16);
+   pair side by side (`train.gold_trajectories`, --trace: by default `retrieved`, the evidence of a search in the
+   prompt before the answers and the letter alone, as `eval.run --retrieve_then_judge` judges; `verdict` or `quotes`
+   for the searching protocol, whose search and evidence come after the answers), and the SFT warm-up on them: half
+   an epoch (--sft-epochs), each step holding both orders of its pairs, the verdict letter's loss weighed
+   --verdict-weight times, under bf16 autocast (--bf16), with its learning curve: the teacher-forced verdict of the
+   first --probe-pairs test pairs every --probe-every steps (`eval.verdict_probe`, `<out>/judge-sft/probe.jsonl`);
 4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, composite reward; --both-orders-reward pays a verdict only
    as often as the pair's other order is right) on the whole train split (every kind and length) and export, when
-   --grpo-steps > 0;
+   --grpo-steps > 0 (from a searching warm-up only);
 5. `eval.run --benchmark in-domain` on the test split, both orders, greedy (a pair is right when both orders pick
    the right answer; a coin scores 0.25): each judge row with its 95 % bootstrap interval, accuracy by kind and by
    length, the same-letter rate (both orders gave the same letter: the verdict followed the position), ties and
@@ -105,12 +108,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="packaged short name or folder")
     parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
-    parser.add_argument("--trace", default="verdict", choices=("verdict", "span", "retrieved", "quotes"),
+    parser.add_argument("--trace", default="retrieved", choices=("verdict", "span", "retrieved", "quotes"),
                         help="after the evidence: the letter alone, or the evidence span then the letter; or "
                              "'retrieved': the evidence in the prompt before the answers, then the letter (judge it "
                              "with the row 'warm-up, retrieve-then-judge'); or 'quotes': after the evidence, "
                              "where the answers part, quoted from each, then the letter")
-    parser.add_argument("--sft-epochs", type=float, default=1.0)
+    parser.add_argument("--sft-epochs", type=float, default=0.5)
     parser.add_argument("--sft-batch", type=int, default=8)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
     parser.add_argument("--verdict-weight", type=float, default=10.0,
@@ -120,7 +123,8 @@ def main() -> None:
     parser.add_argument("--grpo-steps", type=int, default=0)
     parser.add_argument("--grpo-lr", type=float, default=1e-5)
     parser.add_argument("--both-orders-reward", action="store_true", help="GRPO: pay a pair only in both orders")
-    parser.add_argument("--rows", nargs="+", default=["warm-up", "warm-up, no search"], choices=ROWS,
+    parser.add_argument("--rows", nargs="+", default=["warm-up, retrieve-then-judge", "warm-up, no search"],
+                        choices=ROWS,
                         help="judge rows to evaluate (each a pass over the test split)")
     parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
     parser.add_argument("--probe-pairs", type=int, default=70,
@@ -130,6 +134,8 @@ def main() -> None:
     parser.add_argument("--probe-model", default="",
                         help="only probe this model (folder or packaged name) on the test pairs, print and exit")
     args = parser.parse_args()
+    if args.trace == "retrieved" and args.grpo_steps:
+        parser.error("GRPO trains the searching protocol: warm it up with --trace verdict or quotes")
     if args.holdout_kind and args.grpo_steps:
         parser.error("--holdout-kind leaves a kind out of the warm-up only: GRPO reads the whole train split")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -202,6 +208,7 @@ def main() -> None:
         built(sft_dir, {"base": base, "data": data_sha, "epochs": args.sft_epochs, "batch": args.sft_batch,
                         "lr": args.sft_lr, "seed": args.seed, "gold": gold_settings, "trace": args.trace,
                         "holdout": args.holdout_kind, "bf16": bf16, "both_orders": True,
+                        **({"prompt": "eval.run"} if args.trace == "retrieved" else {}),
                         **({"train_kinds": args.train_kinds, "train_lengths": args.train_lengths}
                            if args.train_kinds or args.train_lengths else {}),
                         **({"verdict_weight": args.verdict_weight} if args.verdict_weight != 1.0 else {})},
