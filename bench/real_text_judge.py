@@ -14,12 +14,13 @@ Stages (each cached under --out and reused when its inputs match; GRPO resumes f
    (the answer sharing more of its words with that evidence wins);
 3. gold trajectories for the train pairs of --train-kinds and --train-lengths (by default `numbers` and `swap`, one
    sentence or two to three: the test split's other kinds and the whole lead are then held out), both orders of a
-   pair side by side (`train.gold_trajectories`, --trace: by default `retrieved`, the evidence of a search in the
-   prompt before the answers and the letter alone, as `eval.run --retrieve_then_judge` judges; `verdict` or `quotes`
-   for the searching protocol, whose search and evidence come after the answers), and the SFT warm-up on them: half
-   an epoch (--sft-epochs), each step holding both orders of its pairs, the verdict letter's loss weighed
-   --verdict-weight times, under bf16 autocast (--bf16), with its learning curve: the teacher-forced verdict of the
-   first --probe-pairs test pairs every --probe-every steps (`eval.verdict_probe`, `<out>/judge-sft/probe.jsonl`);
+   pair side by side (`train.gold_trajectories`, --trace: by default `quotes`, the searching protocol whose
+   second think quotes where the two answers part, after the evidence, then the letter; `verdict`, the letter alone
+   after the evidence; `retrieved`, the evidence in the prompt before the answers and the letter alone, as `eval.run
+   --retrieve_then_judge` judges), and the SFT warm-up on them: one epoch (--sft-epochs), each step holding both
+   orders of its pairs, the verdict letter's loss weighed --verdict-weight times, under bf16 autocast (--bf16), with
+   its learning curve: the teacher-forced verdict of the first --probe-pairs test pairs every --probe-every steps
+   (`eval.verdict_probe`, `<out>/judge-sft/probe.jsonl`);
 4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, composite reward; --both-orders-reward pays a verdict only
    as often as the pair's other order is right) on the whole train split (every kind and length) and export, when
    --grpo-steps > 0 (from a searching warm-up only);
@@ -108,12 +109,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="packaged short name or folder")
     parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
-    parser.add_argument("--trace", default="retrieved", choices=("verdict", "span", "retrieved", "quotes"),
+    parser.add_argument("--trace", default="quotes", choices=("verdict", "span", "retrieved", "quotes"),
                         help="after the evidence: the letter alone, or the evidence span then the letter; or "
                              "'retrieved': the evidence in the prompt before the answers, then the letter (judge it "
                              "with the row 'warm-up, retrieve-then-judge'); or 'quotes': after the evidence, "
                              "where the answers part, quoted from each, then the letter")
-    parser.add_argument("--sft-epochs", type=float, default=0.5)
+    parser.add_argument("--sft-epochs", type=float, default=1.0)
     parser.add_argument("--sft-batch", type=int, default=8)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
     parser.add_argument("--verdict-weight", type=float, default=10.0,
@@ -123,7 +124,7 @@ def main() -> None:
     parser.add_argument("--grpo-steps", type=int, default=0)
     parser.add_argument("--grpo-lr", type=float, default=1e-5)
     parser.add_argument("--both-orders-reward", action="store_true", help="GRPO: pay a pair only in both orders")
-    parser.add_argument("--rows", nargs="+", default=["warm-up, retrieve-then-judge", "warm-up, no search"],
+    parser.add_argument("--rows", nargs="+", default=["warm-up", "warm-up, no search"],
                         choices=ROWS,
                         help="judge rows to evaluate (each a pass over the test split)")
     parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
