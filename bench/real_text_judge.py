@@ -20,7 +20,7 @@ Stages (each cached under --out and reused when its inputs match; GRPO resumes f
    --retrieve_then_judge` judges), and the SFT warm-up on them: one epoch (--sft-epochs), each step holding both
    orders of its pairs, the verdict letter's loss weighed --verdict-weight times, under bf16 autocast (--bf16), with
    its learning curve: the teacher-forced verdict of the first --probe-pairs test pairs every --probe-every steps
-   (`eval.verdict_probe`, `<out>/judge-sft/probe.jsonl`);
+   (`train.verdict_probe`, `<out>/judge-sft/probe.jsonl`);
 4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, composite reward; --both-orders-reward pays a verdict only
    as often as the pair's other order is right) on the whole train split (every kind and length) and export, when
    --grpo-steps > 0 (from a searching warm-up only);
@@ -130,7 +130,7 @@ def main() -> None:
     parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
     parser.add_argument("--probe-pairs", type=int, default=70,
                         help="the warm-up's learning curve: the teacher-forced verdict of the first N test pairs in "
-                             "both orders (eval/verdict_probe.py) every --probe-every steps (0: no probe)")
+                             "both orders (train/verdict_probe.py) every --probe-every steps (0: no probe)")
     parser.add_argument("--probe-every", type=int, default=20)
     parser.add_argument("--probe-model", default="",
                         help="only probe this model (folder or packaged name) on the test pairs, print and exit")
@@ -144,11 +144,11 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from eval import loaders
-    from eval.verdict_probe import probe_items, verdict_probe
     from openrm.dataset import in_both_orders_rows
     from openrm.evidence import lexical_verdict, separates, shown_evidence
     from openrm.tools import ToolBox
     from train.gold_trajectories import GoldStats, gold_records
+    from train.verdict_probe import probe_items, verdict_probe
 
     started = time.perf_counter()
     bf16 = args.bf16 == "true"
@@ -255,7 +255,7 @@ def probe_model(model: str, items: list, bf16: bool) -> dict:
     """The teacher-forced verdict probe of one model on `items`."""
     from transformers import AutoModelForCausalLM
 
-    from eval.verdict_probe import right_letter_margin, summary
+    from train.verdict_probe import right_letter_margin, summary
 
     judge = AutoModelForCausalLM.from_pretrained(resolve(model), dtype="float32")
     return summary(items, right_letter_margin(judge, items, bf16=bf16))

@@ -105,7 +105,7 @@ def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_r
     no checkpoints, on the GPU when one is visible; float32 weights, the forward under bf16 autocast with `bf16`.
     `in_file_order`: the records are taken in the file's order (each step's sorted by length), so records laid out
     side by side (a pair's two orders) share a step. `verdict_weight`: the verdict letters' weight in the loss.
-    `callbacks`: more TrainerCallbacks (e.g. `eval.verdict_probe.verdict_probe`)."""
+    `callbacks`: more TrainerCallbacks (e.g. `train.verdict_probe.verdict_probe`)."""
     from train import sft_warmup
 
     order = ["--sort_within_steps", "true"] if in_file_order else []

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from eval.verdict_probe import ProbeItem, probe_items, right_letter_margin, summary, verdict_probe
 from openrm.dataset import in_both_orders_rows
 from openrm.tools import ToolBox
+from train.verdict_probe import ProbeItem, probe_items, right_letter_margin, summary, verdict_probe
 
 EVIDENCE = "Santiago is the capital of Chile. It was founded in 1541 by Pedro de Valdivia."
 
