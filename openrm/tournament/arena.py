@@ -145,8 +145,8 @@ class Arena:
             if no_decided_match(state.matches, state.group_matches):
                 # the judge decided nothing (down, unparsable, or tying everything): what is left of a standing
                 # is the schedule's (a bye, an opponent's bye under a Buchholz sum), which says nothing about the
-                # candidates, so the group carries no signal
-                scores, tiebreak = np.zeros_like(scores), None
+                # candidates, so every candidate gets the group's mean score and the group carries no signal
+                scores, tiebreak = np.full_like(scores, scores.mean()), None
             orders = getattr(self.pairwise, "orders", 1)
             results[n] = TournamentResult(
                 topology.name, len(scores), state.step, state.group.group_id, composite(scores, tiebreak),

@@ -144,7 +144,7 @@ def test_warm_up_is_reused_only_for_the_same_plan(tmp_path, monkeypatch):
 
     seen = []
 
-    def recorded(script, training, model):
+    def recorded(script, training, model, callbacks=()):
         seen.append((training, model))
 
     monkeypatch.setattr(sft_warmup, "main", recorded)
