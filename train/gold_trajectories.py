@@ -38,7 +38,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from openrm import protocol  # noqa: E402
-from openrm.evidence import WORD, differing_quotes, evidence_span, query_of  # noqa: E402,F401 (re-exported)
+from openrm.evidence import WORD, Evidence, differing_quotes, evidence_span, query_of  # noqa: E402,F401 (re-exported)
 
 logger = logging.getLogger("openrm.gold_trajectories")
 
@@ -83,7 +83,6 @@ def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_to
     second think holds (one of TRACES)."""
     if trace not in TRACES:
         raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
-    from openrm.evidence import Evidence
     from openrm.rollout import information_ids
     from openrm.tools import ToolResult
 
