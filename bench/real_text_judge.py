@@ -17,7 +17,8 @@ Stages (each cached under --out and reused when its inputs match; GRPO resumes f
    pair side by side (`train.gold_trajectories`, --trace: by default `quotes`, the searching protocol whose
    second think quotes where the two answers part, after the evidence, then the letter; `verdict`, the letter alone
    after the evidence; `retrieved`, the evidence in the prompt before the answers and the letter alone, as `eval.run
-   --retrieve_then_judge` judges), and the SFT warm-up on them: one epoch (--sft-epochs), each step holding both
+   --retrieve_then_judge` judges; `restate`, the searching protocol whose second think copies both answers whole
+   after the evidence, then the letter), and the SFT warm-up on them: one epoch (--sft-epochs), each step holding both
    orders of its pairs, the verdict letter's loss weighed --verdict-weight times, under bf16 autocast (--bf16), with
    its learning curve: the teacher-forced verdict of the first --probe-pairs test pairs every --probe-every steps
    (`train.verdict_probe`, `<out>/judge-sft/probe.jsonl`);
@@ -55,6 +56,7 @@ from toy.warmup import run_sft  # noqa: E402
 
 logger = logging.getLogger("real_text_judge")
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_wiki_cpu.yaml"
+RESTATE_TOKENS = 480  # both answers of 150 words restated, with their tags and the verdict
 ROWS = ("zero-shot", "warm-up", "warm-up, no search", "warm-up, retrieve-then-judge", "after GRPO",
         "after GRPO, no search")
 
@@ -109,11 +111,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="packaged short name or folder")
     parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
-    parser.add_argument("--trace", default="quotes", choices=("verdict", "span", "retrieved", "quotes"),
+    parser.add_argument("--trace", default="quotes", choices=("verdict", "span", "retrieved", "quotes", "restate"),
                         help="after the evidence: the letter alone, or the evidence span then the letter; or "
                              "'retrieved': the evidence in the prompt before the answers, then the letter (judge it "
-                             "with the row 'warm-up, retrieve-then-judge'); or 'quotes': after the evidence, "
-                             "where the answers part, quoted from each, then the letter")
+                             "with the row 'warm-up, retrieve-then-judge'); 'quotes': after the evidence, "
+                             "where the answers part, quoted from each, then the letter; or 'restate': after the "
+                             "evidence, both answers copied whole, then the letter")
     parser.add_argument("--sft-epochs", type=float, default=1.0)
     parser.add_argument("--sft-batch", type=int, default=8)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
@@ -165,6 +168,9 @@ def main() -> None:
     index = args.index or packaged_index(Path("runs/wiki-vital"))
     retrievers = {"wiki": index, "arxiv": index}
     settings = judging_settings(CONFIG)
+    if args.trace == "restate":  # the second turn copies both answers: up to ~450 tokens at 150 words each
+        settings |= {"max_new_tokens": RESTATE_TOKENS,
+                     "max_completion_tokens": settings["max_completion_tokens"] + RESTATE_TOKENS}
     train = loaders.load_benchmark("in-domain", dataset, "train").examples
     train = [e for e in train if kind_of(e) != args.holdout_kind and (not args.train_kinds or kind_of(e) in
                                                                      args.train_kinds)
@@ -292,6 +298,8 @@ def grpo_judge(args, sft_dir: Path, dataset: Path, data: Path, retrievers: dict,
         if not link.exists():
             link.symlink_to(Path(dataset).resolve(), target_is_directory=True)
     extra = ["--seed", str(args.seed), "--learning_rate", str(args.grpo_lr), "--bf16", str(bf16).lower(),
+             "--max_new_tokens", str(settings["max_new_tokens"]),
+             "--max_completion_length", str(settings["max_completion_tokens"]),
              "--trajectory_log", str(args.out / "grpo" / "trajectories.jsonl")]
     if args.both_orders_reward:
         extra += ["--both_orders", "true"]

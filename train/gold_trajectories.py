@@ -17,7 +17,10 @@ every answer token then comes after the passages it is checked against. With `--
 quotes where the two answers part, `[A] …` and `[B] …` (`openrm.evidence.differing_quotes`: a few words each, copied
 from the answers), and the letter comes only in the answer: the quotes are written after the evidence, so each quoted
 word can be checked against the passages above it, as an answer's words are in the retrieve-then-judge layout, and
-the letter follows from the quotes. The `<information>` block is cut to `--information-tokens` the way
+the letter follows from the quotes. With `--trace restate` the second think copies both answers whole, `[A] …` and
+`[B] …`, as the prompt shows them, and the letter comes only in the answer: the same order as retrieve-then-judge (the
+evidence, then every answer word) for a judge that searches, with nothing to locate first, only text to copy. The
+`<information>` block is cut to `--information-tokens` the way
 `openrm.rollout.information_ids` cuts it live. A pair whose evidence does not tell the answers apart (no such span)
 gets no trajectory: it is counted under its reason, as are bad records, so the printed stats say what the gold set
 covers.
@@ -54,7 +57,7 @@ class GoldStats:
                 "skipped": dict(self.skipped.most_common()), "span_words": dict(sorted(self.span_words.items()))}
 
 
-TRACES = ("span", "verdict", "retrieved", "quotes")
+TRACES = ("span", "verdict", "retrieved", "quotes", "restate")
 
 
 def trajectory(tool: str, query: str, information: str, span: str, label: str, letter_in_think: bool = True) -> str:
@@ -131,6 +134,8 @@ def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_to
             records.append({"prompt": protocol.judge_messages(ex, (), evidence=shown, style=style),
                             "completion": [{"role": "assistant", "content": verdict_only(ex["label"])}]})
             continue
+        if trace == "restate":  # both answers whole, after the evidence
+            quotes = (ex["answer_a"].strip(), ex["answer_b"].strip())
         if quotes is not None:  # candidate words, defused as the prompt shows them
             span = " ".join(f"[{letter}] {protocol.neutralize_tags(quote)}"
                             for letter, quote in zip("AB", quotes, strict=True))
@@ -138,8 +143,8 @@ def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_to
         records.append({"prompt": protocol.judge_messages(ex, toolbox.tools, style=style),
                         "completion": [{"role": "assistant",
                                         "content": trajectory(tool, query, result.rendered,
-                                                              span if trace in ("span", "quotes") else "",
-                                                              ex["label"], trace != "quotes")}]})
+                                                              span if trace in ("span", "quotes", "restate") else "",
+                                                              ex["label"], trace not in ("quotes", "restate"))}]})
     return records
 
 
@@ -158,7 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="first N pairs only (0: all)")
     parser.add_argument("--topk", type=int, default=1, help="passages per search, as the judge's config")
     parser.add_argument("--trace", default="span", choices=TRACES,
-                        help="second think: the evidence span then the letter, or the letter alone")
+                        help="second think: the evidence span then the letter; the letter alone; (retrieved) the "
+                             "evidence in the prompt; where the answers part, quoted; or both answers restated")
     parser.add_argument("--both-orders", action="store_true",
                         help="each pair as given and swapped, side by side (openrm.dataset.in_both_orders)")
     args = parser.parse_args(argv)

@@ -46,7 +46,7 @@ def test_summary_counts_a_pair_only_when_both_orders_are_right():
     assert out["same_letter"] == 0.5 and out["by_kind"] == {"x": 1.0, "y": 0.0}
 
 
-@pytest.mark.parametrize("trace", ["verdict", "retrieved"])
+@pytest.mark.parametrize("trace", ["verdict", "retrieved", "restate"])
 def test_items_end_right_before_the_gold_letter_and_margins_match_the_logits(tiny, trace):
     import torch
 
@@ -59,8 +59,11 @@ def test_items_end_right_before_the_gold_letter_and_margins_match_the_logits(tin
         assert it.label == row["label"] and it.group == {"kind": row["kind"]}
         assert tokenizer.decode(it.input_ids[-1:]) == ">"  # the next token is the verdict letter
         text = tokenizer.decode(it.input_ids)
-        assert text.endswith("<think>") and "1541 by Pedro" in text
+        # the letter opens the second think, or (restate) the answer after both answers copied past the evidence
+        assert text.endswith("<answer>" if trace == "restate" else "<think>") and "1541 by Pedro" in text
         assert ("</information>" in text.split("[B]")[-1]) == (trace == "verdict")  # evidence after the answers
+        if trace == "restate":
+            assert text.split("</information>")[1].count(row["answer_a"]) == 1
     margins = right_letter_margin(model, items, batch=4)
     model.eval()
     with torch.no_grad():
