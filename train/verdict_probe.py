@@ -78,7 +78,8 @@ def probe_items(examples: Sequence[Mapping[str, Any]], toolbox: Any, tokenizer: 
 
 
 def right_letter_margin(model: Any, items: Sequence[ProbeItem], batch: int = 8, bf16: bool = False) -> list[float]:
-    """Per item: log p(right letter) - log p(wrong letter) at the verdict (> 0: the judge picks the right answer).
+    """Per item: log p(right letter) - log p(wrong letter) at the verdict (> 0: the judge picks the right answer;
+    0, a tie, is not a pick). `bf16`: the backbone under bf16 autocast, the output layer in the model's dtype.
     Right-padded batches sorted by length; the model is left in the mode it was in."""
     import torch
 
@@ -102,7 +103,12 @@ def right_letter_margin(model: Any, items: Sequence[ProbeItem], batch: int = 8, 
                 backbone = getattr(model, model.base_model_prefix)
                 hidden = backbone(input_ids=ids.to(device), attention_mask=mask.to(device)).last_hidden_state
                 last = mask.sum(1).to(device) - 1
-                logits = model.get_output_embeddings()(hidden[torch.arange(len(chunk), device=device), last]).float()
+                # the two letters' logits in float32: bf16 logits of ~20 are spaced 0.125 apart, so a small margin
+                # would read as a tie (counted wrong in both orders)
+                with torch.autocast(device.type, enabled=False):
+                    head = model.get_output_embeddings()
+                    at = hidden[torch.arange(len(chunk), device=device), last].to(head.weight.dtype)
+                    logits = head(at).float()
                 for row, i in enumerate(chunk):
                     a, b = (logits[row, j].item() for j in items[i].letter_ids)
                     margins[i] = a - b if items[i].label == "A" else b - a
