@@ -53,6 +53,7 @@ from retrieval.wikipedia import packaged_index  # noqa: E402
 from toy.quickstart import grpo, judging_settings  # noqa: E402
 from toy.stages import built  # noqa: E402
 from toy.warmup import run_sft  # noqa: E402
+from train.gold_trajectories import TRACES  # noqa: E402
 
 logger = logging.getLogger("real_text_judge")
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_wiki_cpu.yaml"
@@ -111,7 +112,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="packaged short name or folder")
     parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
-    parser.add_argument("--trace", default="quotes", choices=("verdict", "span", "retrieved", "quotes", "restate"),
+    parser.add_argument("--trace", default="quotes", choices=TRACES,
                         help="after the evidence: the letter alone, or the evidence span then the letter; or "
                              "'retrieved': the evidence in the prompt before the answers, then the letter (judge it "
                              "with the row 'warm-up, retrieve-then-judge'); 'quotes': after the evidence, "

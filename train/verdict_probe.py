@@ -44,7 +44,9 @@ def probe_items(examples: Sequence[Mapping[str, Any]], toolbox: Any, tokenizer: 
     `order` (`openrm.dataset.in_both_orders_rows`), and a pair whose two orders are not both kept is dropped."""
     import torch
 
-    if trace not in ("verdict", "retrieved", "quotes", "restate"):
+    from train.gold_trajectories import TRACES
+
+    if trace not in TRACES or trace == "span":
         raise ValueError(f"the probe reads the first verdict letter after gold text: trace 'verdict', 'retrieved', "
                          f"'quotes' or 'restate', not {trace!r}")
     from openrm.rollout import tokenize_record
