@@ -51,7 +51,7 @@ from openrm.card import JudgeCard  # noqa: E402
 from openrm.models import resolve  # noqa: E402
 from retrieval.wikipedia import packaged_index  # noqa: E402
 from toy.quickstart import grpo, judging_settings  # noqa: E402
-from toy.stages import built  # noqa: E402
+from toy.stages import built, on_gpu  # noqa: E402
 from toy.warmup import run_sft  # noqa: E402
 from train.gold_trajectories import TRACES  # noqa: E402
 
@@ -121,6 +121,8 @@ def main() -> None:
     parser.add_argument("--sft-epochs", type=float, default=1.0)
     parser.add_argument("--sft-batch", type=int, default=8)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
+    parser.add_argument("--sft-schedule", default="cosine", choices=("cosine", "constant_with_warmup"),
+                        help="the warm-up's learning rate after its first tenth of steps: cosine decay, or held")
     parser.add_argument("--verdict-weight", type=float, default=10.0,
                         help="the verdict letters' weight in the SFT loss (train/plain_head.py)")
     parser.add_argument("--bf16", choices=("true", "false"), default="true",
@@ -206,7 +208,7 @@ def main() -> None:
             curve = sft_dir / "probe.jsonl"
             curve.unlink(missing_ok=True)
             run_sft(path, base, sft_dir, steps, args.sft_batch, args.sft_lr, args.seed, max_length=1536, bf16=bf16,
-                    in_file_order=True, verdict_weight=args.verdict_weight,
+                    in_file_order=True, verdict_weight=args.verdict_weight, schedule=args.sft_schedule,
                     callbacks=[verdict_probe(probe, args.probe_every, curve, bf16)] if probe else ())
 
         # the data files only: a trainer leaves cache-*.arrow files beside them
@@ -219,7 +221,8 @@ def main() -> None:
                         **({"prompt": "eval.run"} if args.trace == "retrieved" else {}),
                         **({"train_kinds": args.train_kinds, "train_lengths": args.train_lengths}
                            if args.train_kinds or args.train_lengths else {}),
-                        **({"verdict_weight": args.verdict_weight} if args.verdict_weight != 1.0 else {})},
+                        **({"verdict_weight": args.verdict_weight} if args.verdict_weight != 1.0 else {}),
+                        **({"schedule": args.sft_schedule} if args.sft_schedule != "cosine" else {})},
               warm, "the SFT warm-up")
     finally:
         toolbox.close()
@@ -320,6 +323,8 @@ def judge_row(name: str, folder: Path, dataset: Path, test: list[dict], retrieve
     out = args.out / "eval" / name.replace(", ", "-").replace(" ", "-")
     argv = ["--judge", str(folder), "--benchmark", "in-domain", "--data", str(dataset), "--split", "test",
             "--out", str(out), "--chunk_size", "16", "--seed", str(args.seed)]
+    if on_gpu():  # the warm-up trained there too (toy.warmup.run_sft)
+        argv += ["--device", "cuda"]
     if args.eval_limit:
         argv += ["--limit", str(args.eval_limit)]
     if name.endswith("no search"):

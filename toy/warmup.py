@@ -100,8 +100,9 @@ def gold_records(world: ToyWorld, n: int, plan: WarmupPlan) -> list[dict]:
 
 def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_rate: float, seed: int,
             max_length: int = 512, bf16: bool = False, in_file_order: bool = False,
-            verdict_weight: float = 1.0, callbacks: Sequence = ()) -> None:
-    """train/sft_warmup.py on the gold records in `data`: a cosine schedule with a tenth of the steps warming up,
+            verdict_weight: float = 1.0, callbacks: Sequence = (), schedule: str = "cosine") -> None:
+    """train/sft_warmup.py on the gold records in `data`: a tenth of the steps warming up, then `schedule` (a
+    transformers `lr_scheduler_type`: cosine, or constant_with_warmup to hold the peak rate to the end),
     no checkpoints, on the GPU when one is visible; float32 weights, the forward under bf16 autocast with `bf16`.
     `in_file_order`: the records are taken in the file's order (each step's sorted by length), so records laid out
     side by side (a pair's two orders) share a step. `verdict_weight`: the verdict letters' weight in the loss.
@@ -113,7 +114,7 @@ def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_r
     sft_warmup.main(*sft_warmup.parse([*order,
         "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(out),
         "--max_steps", str(steps), "--per_device_train_batch_size", str(batch),
-        "--learning_rate", str(learning_rate), "--lr_scheduler_type", "cosine",
+        "--learning_rate", str(learning_rate), "--lr_scheduler_type", schedule,
         "--warmup_steps", str(max(steps // 10, 1)), "--max_length", str(max_length), "--save_strategy", "no",
         "--report_to", "none", "--use_cpu", str(not on_gpu()).lower(), "--dtype", "float32",
         "--bf16", str(bf16).lower(), "--gradient_checkpointing", "false", "--seed", str(seed), "--disable_tqdm", "true",

@@ -315,3 +315,17 @@ def test_on_a_gpu_the_quickstart_grpo_overrides_the_cpu_config(tmp_path, monkeyp
         assert ("--use_cpu" in seen["extra"]) == gpu
         if gpu:
             assert seen["extra"][seen["extra"].index("--use_cpu") + 1] == "false"
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "constant_with_warmup"])
+def test_run_sft_passes_its_schedule_and_a_tenth_of_the_steps_warming_up(schedule, monkeypatch, tmp_path):
+    from toy import warmup
+    from train import sft_warmup
+
+    seen = {}
+    monkeypatch.setattr(sft_warmup, "main", lambda *parsed, callbacks=(): None)
+    monkeypatch.setattr(sft_warmup, "parse", lambda argv: seen.setdefault("argv", argv))
+    warmup.run_sft(tmp_path / "d.jsonl", "base", tmp_path, 50, 8, 5e-5, 0, schedule=schedule)
+    argv = seen["argv"]
+    assert argv[argv.index("--lr_scheduler_type") + 1] == schedule
+    assert argv[argv.index("--warmup_steps") + 1] == "5"
