@@ -30,6 +30,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from plumbing import atomic  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -39,10 +41,7 @@ SETS = ("judge", "gold", "random")
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(path)
+    atomic.write_jsonl(path, rows)
     return path
 
 

@@ -41,6 +41,7 @@ from data_synthesis.pairs import preference_rows  # noqa: E402
 from eval.judge_args import is_plugin_judge  # noqa: E402
 from eval.metrics import bootstrap_ci  # noqa: E402
 from eval.preference_sets import load_preference_sets  # noqa: E402
+from plumbing import atomic  # noqa: E402
 
 logger = logging.getLogger("selection_real_models")
 CANDIDATES = 4
@@ -73,10 +74,7 @@ def toy_rows(world_seed: int, n_pairs: int, n_sets: int, seed: int = 0) -> tuple
 
 def write_rows(path: Path, rows: list[dict]) -> None:
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        tmp.replace(path)
+        atomic.write_jsonl(path, rows)
 
 
 def interval(hits: list[float], seed: int = 0) -> list[float] | None:

@@ -7,11 +7,12 @@ Every file is written to a temporary name and renamed, so a killed run never lea
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from plumbing import atomic
 
 
 def _words(text: str) -> int:
@@ -64,12 +65,6 @@ def stats_markdown(records: Mapping[str, Sequence[Mapping[str, Any]]], drops: Co
     return "\n".join(lines) + "\n"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def _jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
@@ -83,13 +78,13 @@ def write_outputs(out: Path, records: Mapping[str, Sequence[dict[str, Any]]], re
 
     out.mkdir(parents=True, exist_ok=True)
     for split, rows in records.items():
-        _atomic_write(out / f"{split}.jsonl", _jsonl(rows))
-    _atomic_write(out / "rejects.jsonl", _jsonl(rejects))
+        atomic.write_text(out / f"{split}.jsonl", _jsonl(rows))
+    atomic.write_text(out / "rejects.jsonl", _jsonl(rejects))
     feats = features()
     # An empty split needs its columns declared and one (empty) shard, or load_from_disk cannot read it back.
     splits = {split: Dataset.from_list(list(rows), features=feats) if rows else
               Dataset.from_dict({name: [] for name in feats}, features=feats) for split, rows in records.items()}
     shards = {split: 1 for split, rows in records.items() if not rows}
     DatasetDict(splits).save_to_disk(str(out), num_shards=shards or None)
-    _atomic_write(out / "stats.md", stats_markdown(records, drops, summary))
-    _atomic_write(out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    atomic.write_text(out / "stats.md", stats_markdown(records, drops, summary))
+    atomic.write_text(out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")

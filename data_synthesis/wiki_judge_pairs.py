@@ -23,6 +23,7 @@ from pathlib import Path
 
 from data_synthesis.wiki_changes import KINDS, LEAD_WORDS, LENGTHS, MIN_SENTENCE, Corpus, JudgePair, Skip, build, index
 from data_synthesis.wiki_pairs import WikiPair, question, read_articles
+from plumbing import atomic
 
 logger = logging.getLogger(__name__)
 
@@ -194,9 +195,7 @@ def write_dataset(out: str | Path, n_train: int, n_test: int, seed: int = 0, pat
     for name, text in (("stats.md", (out / "stats.md").read_text(encoding="utf-8")
                         + _kinds_table(split_pairs, lengths, kinds)),
                        ("wiki_stats.json", json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False) + "\n")):
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out / name)
+        atomic.write_text(out / name, text)
     return {s: len(rows) for s, rows in records.items()}
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from plumbing import atomic
 from retrieval.wikipedia import summaries_file
 
 NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\w)|(?<![\w.,])\d+(?:\.\d+)?(?!\w)")
@@ -252,9 +253,7 @@ def write_files(out: str | Path, n: int = 12, long: int = 2, seed: int = 0, path
         rows = list(writer(pairs, random.Random(f"{seed}:{name}")))
         text = (json.dumps(rows, ensure_ascii=False, indent=0) + "\n" if array
                 else "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        tmp = out / f".{file}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out / file)
+        atomic.write_text(out / file, text)
         files[name] = out / file
     return files
 

@@ -13,7 +13,6 @@ refused when run.json's settings differ), results.json and report.md (the topolo
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from eval.judge_args import JudgeArguments
 from eval.judging import VerdictStore
 from eval.settings import VerdictSettings, data_sha256
 from openrm.tournament import TOPOLOGIES, Arena, Group, PairwiseGroupJudge, TournamentResult
+from plumbing import atomic
 from plumbing.arguments import Collect
 
 logger = logging.getLogger(__name__)
@@ -246,10 +246,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def write(results: dict[str, Any], out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "results.json.tmp"
-    tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(out / "results.json")
+    atomic.write_json(out / "results.json", results)
     (out / "report.md").write_text(markdown(results), encoding="utf-8")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from eval import metrics
+from plumbing import atomic
 
 logger = logging.getLogger(__name__)
 
@@ -324,9 +325,7 @@ def write(results: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"results": out / "results.json", "report": out / "report.md", "plot": out / "report.png"}
-    tmp = paths["results"].with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(paths["results"])
+    atomic.write_json(paths["results"], results)
     paths["report"].write_text(markdown(results), encoding="utf-8")
     plot(results, paths["plot"])
     return paths

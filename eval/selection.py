@@ -12,7 +12,6 @@ counts as wrong; `decided_accuracy` leaves those rows out. Rows whose original r
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections import Counter
@@ -28,6 +27,7 @@ from eval.judging import VerdictStore
 from eval.preference_sets import PreferenceSet
 from eval.settings import VerdictSettings, data_sha256
 from openrm.tournament import Arena, Group, RoundRobin, TournamentResult
+from plumbing import atomic
 
 ON_TIE = ("drop", "keep_original", "keep")
 OUTPUT_FORMATS = ("auto", "standard", "conversational")
@@ -257,8 +257,5 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def write_report(report: dict[str, Any], out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "report.json.tmp"
-    tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(out / "report.json")
+    atomic.write_json(out / "report.json", report, ensure_ascii=False)
     (out / "report.md").write_text(markdown(report), encoding="utf-8")

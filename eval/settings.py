@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from plumbing import atomic
+
 FILE = "run.json"
 
 
@@ -79,7 +81,4 @@ class VerdictSettings:
             return
         if has_verdicts:
             raise ValueError(f"{out} holds verdicts but no {FILE}, so their settings are unknown; use another --out")
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        atomic.write_json(path, asdict(self))

@@ -34,6 +34,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from plumbing import atomic
 from retrieval.wikipedia import SENTENCE_END, summaries_file
 
 COPULA = re.compile(r"\s(is|was|are|were)\s")
@@ -244,11 +245,7 @@ def write(out: str | Path, n: int, seed: int = 0, path: str | Path | None = None
         return json.loads(done.read_text(encoding="utf-8"))
     files, summary = build(n, seed, path)
     for name, rows in files.items():
-        target = out / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        tmp.replace(target)
+        atomic.write_jsonl(out / name, rows)
     done.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 

@@ -34,6 +34,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from plumbing import atomic
 from retrieval.docstore import DocStore
 from retrieval.manifest import BackendParams, file_sha256, folder_fingerprint
 
@@ -204,9 +205,8 @@ class _ShardCache:
 
     def put(self, shard: int, vectors: np.ndarray) -> None:
         if self.dir is not None:
-            tmp = self.dir / f"{shard:06d}.tmp.npy"
-            np.save(tmp, vectors)
-            tmp.replace(self.dir / f"{shard:06d}.npy")
+            with atomic.replacing(self.dir / f"{shard:06d}.npy") as tmp:
+                np.save(tmp, vectors)
 
 
 def _encode_rows(encoder: _Encoder, docstore: DocStore, rows: range, bar) -> np.ndarray:

@@ -14,6 +14,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 
+from plumbing import atomic
+
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
@@ -69,9 +71,7 @@ class Manifest:
     extra: dict[str, Any] = field(default_factory=dict)  # backend facts (index bytes, vocabulary size, ...)
 
     def write(self, directory: Path) -> None:
-        tmp = directory / (FILENAME + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(directory / FILENAME)
+        atomic.write_json(directory / FILENAME, asdict(self), sort_keys=True)
 
     @classmethod
     def read(cls, directory: Path) -> Manifest:

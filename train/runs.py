@@ -10,11 +10,12 @@ run and a restart; a path resumes from that checkpoint, which must exist.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
 from typing import Any
+
+from plumbing import atomic
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +45,4 @@ def write_run_record(trainer: Any, folder: str | os.PathLike, name: str, record:
     returns the path, or None on the other processes."""
     if not trainer.accelerator.is_main_process:
         return None
-    path = Path(folder) / name
-    tmp = path.with_name(f".{name}.tmp")
-    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic.write_json(Path(folder) / name, record)
