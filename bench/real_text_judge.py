@@ -125,6 +125,9 @@ def main() -> None:
                         help="the warm-up's learning rate after its first tenth of steps: cosine decay, or held")
     parser.add_argument("--verdict-weight", type=float, default=10.0,
                         help="the verdict letters' weight in the SFT loss (train/plain_head.py)")
+    parser.add_argument("--rival-share", type=float, default=0.0,
+                        help="share of the warm-up's pairs whose wrong answer becomes a hedge or an evasion "
+                             "(data_synthesis.hostile_rivals), so the judge does not pay a candidate for gaming it")
     parser.add_argument("--bf16", choices=("true", "false"), default="true",
                         help="bf16 autocast for SFT and GRPO (float32 weights)")
     parser.add_argument("--grpo-steps", type=int, default=0)
@@ -149,6 +152,7 @@ def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from transformers import AutoTokenizer
 
+    from data_synthesis.hostile_rivals import HostileRivals
     from eval import loaders
     from openrm.dataset import in_both_orders_rows
     from openrm.evidence import lexical_verdict, separates, shown_evidence
@@ -197,10 +201,12 @@ def main() -> None:
 
         def warm() -> None:
             sft_dir.mkdir(parents=True, exist_ok=True)
+            rivals = HostileRivals(args.rival_share, args.seed)
             records = gold_records(in_both_orders_rows(train, args.seed), toolbox, tokenizer,
                                    settings["max_information_tokens"], settings["prompt_style"], stats=gold,
-                                   trace=args.trace)
-            (sft_dir / "gold_stats.json").write_text(json.dumps(gold.summary(), indent=1) + "\n")
+                                   trace=args.trace, rewrite=rivals if args.rival_share else None)
+            (sft_dir / "gold_stats.json").write_text(json.dumps(
+                {**gold.summary(), "rivals": dict(rivals.made)}, indent=1) + "\n")
             logger.info("gold trajectories: %s", gold.summary())
             path = sft_dir / "sft_records.jsonl"
             path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
@@ -222,7 +228,8 @@ def main() -> None:
                         **({"train_kinds": args.train_kinds, "train_lengths": args.train_lengths}
                            if args.train_kinds or args.train_lengths else {}),
                         **({"verdict_weight": args.verdict_weight} if args.verdict_weight != 1.0 else {}),
-                        **({"schedule": args.sft_schedule} if args.sft_schedule != "cosine" else {})},
+                        **({"schedule": args.sft_schedule} if args.sft_schedule != "cosine" else {}),
+                        **({"rivals": args.rival_share} if args.rival_share else {})},
               warm, "the SFT warm-up")
     finally:
         toolbox.close()

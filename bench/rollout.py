@@ -195,7 +195,7 @@ def greedy_identity(run_rollout, cfg) -> dict:
             "searches": sum(t.n_calls for t in kv), "sampled_tokens": sum(sum(t.env_mask) for t in kv)}
 
 
-def grpo_share(qs: Path, steps: int) -> dict:
+def grpo_share(qs: Path, steps: int, bf16: bool = False) -> dict:
     from openrm import reward as reward_module
     from train import grpo_openrm
 
@@ -234,19 +234,19 @@ def grpo_share(qs: Path, steps: int) -> dict:
         "--config", str(CONFIG), "--model_name_or_path",
         str(qs / MODEL), "--dataset", str(qs / "data" / "dataset"), "--output_dir", str(out),
         "--max_steps", str(steps), "--save_strategy", "no", "--retrievers", f"wiki={qs / 'indexes' / 'wiki'}",
-        f"arxiv={qs / 'indexes' / 'arxiv'}"]))
+        f"arxiv={qs / 'indexes' / 'arxiv'}", "--bf16", str(bf16).lower()]))
     wall = time.perf_counter() - t
     step_time = sum(h["step_time"] for h in trainer.state.log_history if "step_time" in h)
     bookkeeping = TIMERS["rollout"] - TIMERS["generate"] - TIMERS["toolbox"]
     outside = TIMERS["toolbox"] + bookkeeping + TIMERS["reward"]
-    return {"steps": steps, "step_time_s": round(step_time, 2), "wall_s": round(wall, 2),
+    return {"steps": steps, "bf16": bf16, "step_time_s": round(step_time, 2), "wall_s": round(wall, 2),
             "generate_s": round(TIMERS["generate"], 2), "toolbox_s": round(TIMERS["toolbox"], 3),
             "bookkeeping_s": round(bookkeeping, 3), "reward_s": round(TIMERS["reward"], 3),
             "outside_share": round(outside / step_time, 4)}
 
 
-def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32)) -> dict:
-    """Judged pairs per second (both orders, greedy, with search) at each rollout batch size."""
+def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf16: bool = False) -> dict:
+    """Judged pairs per second (both orders, greedy, with search) at each rollout batch size; `bf16`: bf16 weights."""
     from openrm.judge import Judge
     from toy.quickstart import judging_settings
     from toy.world import ToyWorld
@@ -254,10 +254,10 @@ def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32)) ->
     examples = ToyWorld(0).examples(n, "test", ("wiki", "science"), style="short")
     pairs = [(e["question"], e["answer_a"], e["answer_b"]) for e in examples]
     retrievers = {c: str(qs / "indexes" / c) for c in ("wiki", "arxiv")}
-    out = {"pairs": n}
+    out = {"pairs": n, "bf16": bf16}
     for batch in batches:
         with Judge.from_pretrained(qs / MODEL, retrievers=retrievers, batch_size=batch,
-                                   **judging_settings(CONFIG)) as judge:
+                                   dtype="bfloat16" if bf16 else None, **judging_settings(CONFIG)) as judge:
             judge.compare_batch(pairs[:2])  # warm-up
             t = time.perf_counter()
             verdicts = judge.compare_batch(pairs)
@@ -269,7 +269,7 @@ def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32)) ->
 
 def render_pairs(p: dict, qs: Path) -> str:
     rows = [f"| {b} | {v['seconds']} | **{v['pairs_per_s']}** | {v['answered_orders']} / {2 * p['pairs']} |"
-            for b, v in p.items() if b != "pairs"]
+            for b, v in p.items() if b not in ("pairs", "bf16")]
     return "\n".join([
         PAIRS_SECTION, "",
         f"`.venv/bin/python bench/rollout.py --quickstart {qs} --part pairs` ({p['pairs']} held-out toy pairs, both "
@@ -358,6 +358,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5, help="interleaved runs of every overhead workload (medians)")
     ap.add_argument("--part", choices=("all", "overhead", "pairs", "grpo"), default="all")
     ap.add_argument("--pairs", type=int, default=32, help="held-out pairs judged at each batch size")
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32], help="rollouts per batch (--part pairs)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="GRPO under bf16 autocast (float32 weights), judging with bf16 weights; default float32")
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args()
     if not (args.quickstart / MODEL).is_dir():
@@ -379,14 +382,14 @@ def main() -> None:
         if args.write_results:
             write_section(results, KV_SECTION, text, after=SECTION)
     if args.part in ("all", "pairs"):
-        p = pairs_per_second(args.quickstart, args.pairs)
+        p = pairs_per_second(args.quickstart, args.pairs, tuple(args.batches), args.bf16)
         print(json.dumps(p), flush=True)
         text = render_pairs(p, args.quickstart)
         print(text)
         if args.write_results:
             write_section(results, PAIRS_SECTION, text, after=KV_SECTION)
     if args.part in ("all", "grpo"):
-        g = grpo_share(args.quickstart, args.steps)
+        g = grpo_share(args.quickstart, args.steps, args.bf16)
         print(json.dumps(g), flush=True)
     if g is not None:
         text = render(g, args.quickstart)

@@ -73,6 +73,9 @@ class QuickstartArguments:
         "choices": ["six", "wide"]})
     grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
+    bf16: bool = field(default=False, metadata={
+        "help": "bfloat16 where this CPU (or a GPU) has it: the warm-up's and GRPO's forward under bf16 autocast "
+                "(float32 weights and optimizer), judging with bf16 weights. false: float32 throughout."})
     threads: int = field(default=0, metadata={
         "help": "torch threads (0: one per core). Two torch jobs on the same cores slow each other 10x: run one."})
 
@@ -93,7 +96,8 @@ class QuickstartArguments:
     def warmup_plan(self) -> WarmupPlan:
         return WarmupPlan(steps=self.sft_steps, batch=self.sft_batch, learning_rate=self.sft_learning_rate,
                           random_tool=self.random_tool, search_share=self.search_share, hedge_share=self.hedge_share,
-                          hedge_wordings=self.hedge_wordings, domains=tuple(self.domains), seed=self.seed)
+                          hedge_wordings=self.hedge_wordings, domains=tuple(self.domains), seed=self.seed,
+                          bf16=self.bf16)
 
 
 def toy_indexes(corpora: Path, out: Path) -> dict[str, Path]:
@@ -274,22 +278,24 @@ def main(args: QuickstartArguments) -> dict:
     stage(4, "judging %d held-out pairs in both orders zero-shot", len(examples))
     out.mkdir(parents=True, exist_ok=True)
     judged = out / "judged.json"  # every row's numbers, keyed by the weights: export rewrites the judge's folder
-    table = {"zero-shot": measured(base, indexes, examples, cache=judged)}
+    judging = {"dtype": "bfloat16"} if args.bf16 else {}  # a float32 run's cached numbers keep their key
+    table = {"zero-shot": measured(base, indexes, examples, cache=judged, **judging)}
     stage(5, "SFT warm-up")
     warm = warm_up(world, str(base), out / "judge-sft", args.warmup_plan())
-    table["SFT warm-up"] = measured(warm, indexes, examples, cache=judged)
+    table["SFT warm-up"] = measured(warm, indexes, examples, cache=judged, **judging)
     stage(6, "GRPO")
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps, "--seed", str(args.seed),
                "--learning_rate", str(args.grpo_learning_rate),
-               "--trajectory_log", str(out / "grpo" / "trajectories.jsonl"))  # bench/tool_choice_log.py reads it
+               "--trajectory_log", str(out / "grpo" / "trajectories.jsonl"),  # bench/tool_choice_log.py reads it
+               *(["--bf16", "true"] if args.bf16 else []))
     from train import export_judge
 
     judge_dir = out / "judge"
     stage(7, "exporting the judge to %s", judge_dir)
     export_judge.main(*export_judge.parse(["--checkpoint", str(run), "--out", str(judge_dir), "--overwrite"]))
     stage(8, "judging the held-out pairs after GRPO, with and without search")
-    table["after GRPO"] = measured(judge_dir, indexes, examples, cache=judged)
-    table["after GRPO, no search"] = measured(judge_dir, None, examples, cache=judged)
+    table["after GRPO"] = measured(judge_dir, indexes, examples, cache=judged, **judging)
+    table["after GRPO, no search"] = measured(judge_dir, None, examples, cache=judged, **judging)
     lines = results_table(table)
     (out / "results.md").write_text("\n".join(lines) + "\n\n" + summary(table) + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")

@@ -42,6 +42,7 @@ class WarmupPlan:
     hedge_wordings: str = "six"  # which of `toy.world.HEDGE_WORDINGS` the hedges are drawn from
     domains: tuple[str, ...] = DOMAINS
     seed: int = 0
+    bf16: bool = False  # the forward under bf16 autocast (float32 weights and optimizer)
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch < 1 or self.learning_rate <= 0:
@@ -133,6 +134,8 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
         del want["hedge_share"]  # warm-ups made before hedges existed stay valid
     if not plan.hedge_share or plan.hedge_wordings == "six":
         del want["hedge_wordings"]  # and those made before the wide wordings
+    if not plan.bf16:
+        del want["bf16"]  # and float32 ones made before the setting existed
 
     def build() -> None:
         out.mkdir(parents=True, exist_ok=True)
@@ -140,7 +143,7 @@ def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Seque
         with data.open("w", encoding="utf-8") as f:
             for record in gold_records(world, plan.steps * plan.batch, plan):
                 f.write(json.dumps(record) + "\n")
-        run_sft(data, base, out, plan.steps, plan.batch, plan.learning_rate, plan.seed)
+        run_sft(data, base, out, plan.steps, plan.batch, plan.learning_rate, plan.seed, bf16=plan.bf16)
 
     what = (f"the SFT warm-up{''.join(f' {w}' for w in note)}: {plan.steps} steps of {plan.batch} gold trajectories"
             + (", the two tools equally often per kind of fact" if plan.random_tool else "")

@@ -33,7 +33,7 @@ import json
 import logging
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,10 +81,13 @@ def verdict_only(label: str) -> str:
 
 def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_tokens: int = 128,
                  style: str = "compact", query_words: int = 10, span_words: int = 6,
-                 stats: GoldStats | None = None, trace: str = "span") -> list[dict]:
+                 stats: GoldStats | None = None, trace: str = "span",
+                 rewrite: Callable[[Mapping], Mapping] | None = None) -> list[dict]:
     """SFT records ({prompt, completion}) for the examples whose evidence decides them (a span the evidence shares
     with the right answer only), in the examples' order; the rest counted in `stats` by reason. `trace`: what the
-    second think holds (one of TRACES)."""
+    second think holds (one of TRACES). `rewrite`: applied to each kept example before its record is written, its
+    label kept (e.g. `data_synthesis.hostile_rivals.HostileRivals`: the evidence decides the pair as built, and the
+    record sets the right answer against a hostile rival)."""
     if trace not in TRACES:
         raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
     from openrm.rollout import information_ids
@@ -125,6 +128,8 @@ def gold_records(examples: Iterable[Mapping], toolbox, tokenizer, information_to
         if span is None:
             stats.skipped["evidence does not tell the answers apart"] += 1
             continue
+        if rewrite is not None:
+            ex = rewrite(ex)
         quotes = differing_quotes(ex["answer_a"], ex["answer_b"]) if trace == "quotes" else None
         if trace == "quotes" and (quotes is None or not all(quotes)):
             stats.skipped["the answers hold the same words"] += 1

@@ -220,8 +220,13 @@ def test_prompt_tools_must_match_the_toolbox(tokenizer, retrievers):
     assert judge.rollout_cfg.max_tool_calls == 1
 
 
-def test_tiny_model_greedy_verdicts_are_mirror_images(tiny_dir, retrievers):
-    judge = Judge.from_pretrained(tiny_dir, retrievers=retrievers, max_new_tokens=32, max_completion_tokens=64)
+@pytest.mark.parametrize("dtype", [None, "bfloat16"])  # bf16 weights: the quickstart's judging on a CPU with --bf16
+def test_tiny_model_greedy_verdicts_are_mirror_images(tiny_dir, retrievers, dtype):
+    import torch
+
+    judge = Judge.from_pretrained(tiny_dir, retrievers=retrievers, max_new_tokens=32, max_completion_tokens=64,
+                                  dtype=dtype)
+    assert judge.generator.model.dtype == (torch.bfloat16 if dtype else torch.float32)
     assert judge.rollout_cfg.sampling.temperature == 0.0 and judge.tool_names == ("WIKI", "ARXIV")
     forward, backward = judge.compare_batch([(Q, MARKED, PLAIN), (Q, PLAIN, MARKED)])
     for verdict in (forward, backward):

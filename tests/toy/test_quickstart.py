@@ -160,6 +160,10 @@ def test_warm_up_is_reused_only_for_the_same_plan(tmp_path, monkeypatch):
     assert len((tmp_path / "sft" / "sft_records.jsonl").read_text().splitlines()) == 6
     toy_warmup.warm_up(world, base, tmp_path / "sft", toy_warmup.WarmupPlan(steps=3, batch=2))
     assert len(seen) == 2  # another plan: trained again
+    marker = (tmp_path / "sft" / "warmup.json").read_text()
+    assert "bf16" not in marker  # a float32 warm-up keeps the marker it had before the setting existed
+    toy_warmup.warm_up(world, base, tmp_path / "sft", toy_warmup.WarmupPlan(steps=3, batch=2, bf16=True))
+    assert len(seen) == 3 and seen[-1][0].bf16 is True and seen[-1][1].dtype == "float32"  # autocast, float32 weights
 
 
 def row(accuracy, failures, tool, searches=2.0):

@@ -197,3 +197,18 @@ def test_restate_trace_copies_both_answers_whole_after_the_evidence(tokenizer):
     assert gold_records([example("A")], ToolBox({"wiki": lima, "arxiv": lima}, topk=1), tokenizer, stats=stats,
                         trace="restate") == []
     assert stats.skipped == {"evidence does not tell the answers apart": 1}
+
+
+def test_a_rewrite_sets_the_right_answer_against_a_rival_after_the_evidence_decided_the_pair(tokenizer):
+    from data_synthesis.hostile_rivals import HostileRivals
+    from openrm.dataset import in_both_orders_rows
+
+    toolbox = ToolBox({"wiki": Wiki(), "arxiv": Wiki()}, topk=1)
+    rows = in_both_orders_rows([example("A") | {"id": f"p{k}"} for k in range(6)], seed=0)
+    rewrite = HostileRivals(share=1.0, seed=0)
+    records = gold_records(rows, toolbox, tokenizer, trace="verdict", rewrite=rewrite)
+    assert len(records) == 12 and sum(rewrite.made.values()) == 12  # a hedge holds the right answer: kept anyway
+    for row, record in zip(rows, records, strict=True):
+        prompt = record["prompt"][-1]["content"]
+        assert "1541 by Pedro" in prompt  # the right answer is still shown
+        assert record["completion"][0]["content"].endswith(f"<answer>{row['label']}</answer>")

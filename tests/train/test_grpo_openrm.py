@@ -73,13 +73,19 @@ def _weights(path: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_path):
+@pytest.mark.parametrize("bf16", ["false", "true"])  # true on a CPU: bf16 autocast, float32 weights and optimizer
+def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_path, bf16):
+    import torch
+
     from train import grpo_openrm
 
     trainer = grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, tmp_path / "run", "--max_steps", "2",
-                                                        "--trajectory_log", str(tmp_path / "traj.jsonl"))))
+                                                        "--trajectory_log", str(tmp_path / "traj.jsonl"),
+                                                        "--bf16", bf16)))
     assert trainer.state.global_step == 2
+    assert trainer.accelerator.mixed_precision == ("bf16" if bf16 == "true" else "no")
     before, after = _weights(world_dir / "warm"), _weights(tmp_path / "run")
+    assert {t.dtype for t in after.values()} == {torch.float32}
     changed = [k for k in before if not (before[k] == after[k]).all()]
     assert len(changed) > len(before) // 2, changed
     logs = [h for h in trainer.state.log_history if "openrm/em" in h]
