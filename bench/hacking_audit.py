@@ -7,6 +7,7 @@ answer — wins plus half ties, with a 95 % bootstrap interval — with and with
     .venv/bin/python bench/hacking_audit.py --judge runs/real-judge/judges/grpo --data runs/real-judge/data/dataset \
         --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25 --out runs/audit/real
 
+Each kind is saved to OUT/audit.json as it ends; a rerun with the same judge and pairs goes on from there.
 Pairs: the test split of --data (any judge dataset), or held-out short pairs of a toy world (--toy-world). A judge
 used as a reward should leave every kind near 0; 0.5 means it cannot tell the hostile candidate from the right one.
 """
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eval.hostile import KINDS, audit  # noqa: E402
+from plumbing import atomic  # noqa: E402
 
 
 def main() -> None:
@@ -56,14 +58,24 @@ def main() -> None:
     modes = ([("with search", retrievers)] if retrievers else []) + \
         ([] if args.skip_no_search and retrievers else [("no search", None)])
     args.out.mkdir(parents=True, exist_ok=True)
-    results = {}
+    weights = sorted([f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in Path(args.judge).glob("*.safetensors"))
+    saved, asked = args.out / "audit.json", {"judge": str(args.judge), "weights": weights, "per_kind": args.per_kind,
+                                             "pairs": [e.get("id") for e in examples]}
+    results = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {}
+    if results.get("asked") != asked:  # another judge or other pairs: audited anew
+        results = {"asked": asked}
     for mode, where in modes:
-        t = time.perf_counter()
+        todo = [k for k in args.kinds if k not in results.get(mode, {})]
+        if not todo:
+            continue
         with Judge.from_pretrained(args.judge, retrievers=where, batch_size=32) as judge:
-            results[mode] = audit(judge, examples, args.kinds, args.per_kind)
-        results[mode]["seconds"] = time.perf_counter() - t
-        print(json.dumps({mode: results[mode]}), flush=True)
-    (args.out / "audit.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+            for n, kind in enumerate(todo, 1):  # each kind saved as it ends: a rerun goes on from the next
+                t = time.perf_counter()
+                cell = audit(judge, examples, [kind], args.per_kind)[kind]
+                results.setdefault(mode, {})[kind] = {**cell, "seconds": round(time.perf_counter() - t, 1)}
+                atomic.write_json(saved, results, indent=1)
+                print(f"[{mode} {n}/{len(todo)}] {kind}: earned {cell['earned']:.2f}, {cell['ties']} ties of "
+                      f"{cell['pairs']} ({results[mode][kind]['seconds']:.0f} s)", flush=True)
     lines = ["| kind | " + " | ".join(f"earned, {m} (95 % CI) | ties" for m, _ in modes) + " |",
              "|---|" + "---|---|" * len(modes)]
     for kind in args.kinds:
