@@ -29,12 +29,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python train/export_judge.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from openrm.card import JudgeCard  # noqa: E402
-from train.grpo_openrm import RUN_FILE  # noqa: E402
+from openrm.card import RUN_CARD_NAME, JudgeCard  # noqa: E402
 
 logger = logging.getLogger("openrm.export")
 ADAPTER_CONFIG = "adapter_config.json"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+RUN_FILE = RUN_CARD_NAME  # the card train/grpo_openrm.py writes beside its checkpoints
 
 
 @dataclass
