@@ -287,12 +287,9 @@ def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig):
         else:
             from trl.models.utils import unwrap_model_for_generation
 
-            # under mixed precision accelerate wraps every forward in autocast, which casts the weights again at each
-            # generated token; one autocast around the whole rollout keeps the cast weights for all its tokens
             with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
                                              gather_deepspeed3_params=args.ds3_gather_for_generation,
-                                             gradient_checkpointing_kwargs=args.gradient_checkpointing_kwargs
-                                             ) as model, trainer.accelerator.autocast():
+                                             gradient_checkpointing_kwargs=args.gradient_checkpointing_kwargs) as model:
                 trajectories = rollout(ids, HFGenerator(model, tokenizer), toolbox, tokenizer, run_cfg)
         return {"prompt_ids": [t.prompt_ids for t in trajectories],
                 "completion_ids": [t.completion_ids for t in trajectories],
