@@ -146,6 +146,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.trace == "retrieved" and args.grpo_steps:
         parser.error("GRPO trains the searching protocol: warm it up with --trace verdict or quotes")
+    if not 0.0 <= args.rival_share <= 1.0:
+        parser.error(f"--rival-share must be in [0, 1], got {args.rival_share}")
     if args.holdout_kind and args.grpo_steps:
         parser.error("--holdout-kind leaves a kind out of the warm-up only: GRPO reads the whole train split")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -204,7 +206,7 @@ def main() -> None:
             rivals = HostileRivals(args.rival_share, args.seed)
             records = gold_records(in_both_orders_rows(train, args.seed), toolbox, tokenizer,
                                    settings["max_information_tokens"], settings["prompt_style"], stats=gold,
-                                   trace=args.trace, rewrite=rivals if args.rival_share else None)
+                                   trace=args.trace, rewrite=rivals)
             (sft_dir / "gold_stats.json").write_text(json.dumps(
                 {**gold.summary(), "rivals": dict(rivals.made)}, indent=1) + "\n")
             logger.info("gold trajectories: %s", gold.summary())
