@@ -41,3 +41,40 @@ def test_help_exits_cleanly_with_usage(module, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "usage:" in proc.stdout and "--help" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+LIBRARY_PACKAGES = ("openrm", "retrieval", "plumbing")  # library modules that may keep a short `python -m` tail
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, at any depth of its code: `import a.b`, `from a import b` (a.b when b is a module)
+    and `from a.b import c`."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def test_no_module_imports_an_entry_point():
+    """Scripts are leaves: what another module needs lives in a library module, and a command-line module only parses
+    its flags and calls it. Tests may import entry points (they run them)."""
+    entries = {m for m in entry_points() if m.split(".")[0] not in LIBRARY_PACKAGES}
+    offenders = {}
+    for package in (*PACKAGES, *LIBRARY_PACKAGES):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            hits = sorted((imported_modules(path) & entries) - {module})
+            if hits:
+                offenders[module] = hits
+    assert not offenders, offenders
+
+
+def test_the_entry_point_check_sees_an_import(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("def f():\n    from eval.run import main\n    import train.dpo\n    from toy import quickstart\n")
+    assert {"eval.run", "train.dpo", "toy.quickstart"} <= imported_modules(source)
