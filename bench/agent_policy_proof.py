@@ -76,7 +76,7 @@ def baseline_samples(warm: Path, rows: list[dict], args, locations: dict, part: 
 
 
 def evaluate(task: ToyAgentTask, warm: Path, run: Path, args, locations: dict, seed: int) -> dict:
-    from eval.head_to_head import head_to_head
+    from eval.win_rate import head_to_head
     from toy.oracle import ToyOracle
 
     table = {}
@@ -96,7 +96,7 @@ def null_draws(task: ToyAgentTask, warm: Path, args, locations: dict, draws: int
     """The measure's null distribution for one seed: the step-0 policy, sampled with `draws` other seeds, against
     that seed's own baseline sample (the "before" of every run of that seed), on the held-out prompts (each draw's
     win rate, its 95 % interval, and whether that interval holds 0.5). The draws are shared by every seed."""
-    from eval.head_to_head import head_to_head
+    from eval.win_rate import head_to_head
     from toy.oracle import ToyOracle
 
     rows = task.rows("heldout")[:args.eval_prompts]
@@ -137,9 +137,9 @@ def run_stats(run: Path) -> dict:
 
 
 def grpo_runner(warm: Path, data: Path, run_dir: Path, steps: int, seed: int, extra: list[str]):
-    from train import grpo_policy
+    from train.policy_trainer import parse, train_policy
 
-    return lambda resume: grpo_policy.main(*grpo_policy.parse([
+    return lambda resume: train_policy(*parse([
         "--config", str(CONFIG), "--model_name_or_path", str(warm), "--dataset", str(data / "grpo.jsonl"),
         "--output_dir", str(run_dir), "--max_steps", str(steps), "--seed", str(seed), *extra, *resume]))
 
@@ -223,10 +223,10 @@ def main() -> None:
         print_table(args.out)
         return
     from openrm.models import resolve
-    from toy.quickstart import toy_indexes
+    from toy.judge_stages import toy_indexes
     from toy.stages import built, trained
     from toy.warmup import run_sft
-    from train import grpo_policy
+    from train.policy_trainer import RUN_FILE
 
     world = ToyWorld(args.world)
     task = ToyAgentTask(world)
@@ -255,7 +255,7 @@ def main() -> None:
             started = time.perf_counter()
             extra = [*judge, "--topology", topology, *agent, *args.extra.split()]
             run = trained(run_dir, {"model": str(warm), "seed": seed, "extra": extra}, args.grpo_steps,
-                          grpo_policy.RUN_FILE, grpo_runner(warm, data, run_dir, args.grpo_steps, seed, extra),
+                          RUN_FILE, grpo_runner(warm, data, run_dir, args.grpo_steps, seed, extra),
                           f"GRPO of the agent ({tag}, {topology}, seed {seed})")
             table = evaluate(task, warm, run, args, locations, seed)
             result = {"tag": tag, "topology": topology, "seed": seed, **run_stats(run), "table": table,

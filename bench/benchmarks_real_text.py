@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from data_synthesis.wiki_pairs import WRITERS, write_files  # noqa: E402
+from data_synthesis.wiki_benchmarks import WRITERS, write_files  # noqa: E402
 from eval import loaders  # noqa: E402
 from retrieval.wikipedia import packaged_index  # noqa: E402
 
@@ -50,13 +51,15 @@ def main() -> None:
     parser.add_argument("--max-completion-tokens", type=int, default=192)
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from eval.run import main as eval_main
+    from eval.evaluation import EvalArguments, evaluate
+    from eval.scorecard import markdown
 
     files = write_files(args.out / "data", args.n, args.long, benchmarks=tuple(args.benchmarks))
     index = args.index or packaged_index(Path("runs/wiki-vital"))
     judges = dict(j.split("=", 1) for j in args.judges)
     runs = [(name, path, False) for name, path in judges.items()]
     runs += [(name, judges[name], True) for name in args.no_tools if name in judges]
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rows = []
     for bench, data in files.items():
         examples = loaders.load_benchmark(bench, data).examples
@@ -65,11 +68,12 @@ def main() -> None:
         for name, path, no_tools in runs:
             label = f"{name}, no search" if no_tools else name
             out = args.out / "eval" / f"{name}{'-nosearch' if no_tools else ''}" / bench
-            argv = ["--judge", path, "--benchmark", bench, "--data", str(data), "--out", str(out),
-                    "--max_completion_tokens", str(args.max_completion_tokens), "--chunk_size", "8"]
-            argv += ["--no_tools", "true"] if no_tools else ["--retrievers", f"wiki={index}", f"arxiv={index}"]
             t = time.perf_counter()
-            r = eval_main(argv)
+            r = evaluate(EvalArguments(
+                judge=path, benchmark=bench, data=str(data), out=str(out),
+                max_completion_tokens=args.max_completion_tokens, chunk_size=8, no_tools=no_tools,
+                retrievers=[] if no_tools else [f"wiki={index}", f"arxiv={index}"]))
+            print(markdown(r))
             j = r["judging"]
             rows.append({"benchmark": bench, "judge": label, "n": r["counts"]["examples"],
                          "accuracy": r.get("accuracy"), "ci95": r.get("ci95"),

@@ -27,13 +27,17 @@ sys.path.insert(0, str(ROOT / "tests" / "data_synthesis"))
 
 
 def run(out: Path, corpora: list[str], url: str, model: str, slots: int, concurrency: int, extra: list[str]) -> dict:
-    from data_synthesis.build_dataset import main
+    from transformers import HfArgumentParser
+
+    from data_synthesis.builder import BuildDatasetArguments, build
 
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
-    main([*corpora, "--base-url", url, "--model", model, "--n-train", str(slots - slots // 4),
-          "--n-test", str(slots // 4), "--out", str(out), "--concurrency", str(concurrency), "--max-rounds", "1",
-          "--oversample", "1", "--progress", "false", *extra])
+    (parsed,) = HfArgumentParser(BuildDatasetArguments).parse_args_into_dataclasses(args=[
+        *corpora, "--base-url", url, "--model", model, "--n-train", str(slots - slots // 4),
+        "--n-test", str(slots // 4), "--out", str(out), "--concurrency", str(concurrency), "--max-rounds", "1",
+        "--oversample", "1", "--progress", "false", *extra])
+    build(parsed)
     seconds = time.perf_counter() - started
     summary = json.loads((out / "summary.json").read_text())
     records = sum(summary["pairs"].values())
@@ -46,7 +50,9 @@ def run(out: Path, corpora: list[str], url: str, model: str, slots: int, concurr
 
 def resume(out: Path, corpora: list[str], url: str, model: str, slots: int, extra: list[str]) -> dict:
     """kill -9 a subprocess run once about half its requests are cached, rerun the same command, read the hits."""
-    from data_synthesis.build_dataset import main
+    from transformers import HfArgumentParser
+
+    from data_synthesis.builder import BuildDatasetArguments, build
 
     shutil.rmtree(out, ignore_errors=True)
     args = [*corpora, "--base-url", url, "--model", model, "--n-train", str(slots - slots // 4), "--n-test",
@@ -62,7 +68,8 @@ def resume(out: Path, corpora: list[str], url: str, model: str, slots: int, extr
     proc.wait()
     cached = len(cache.read_text().splitlines())
     started = time.perf_counter()
-    main(args)
+    (parsed,) = HfArgumentParser(BuildDatasetArguments).parse_args_into_dataclasses(args=args)
+    build(parsed)
     seconds = time.perf_counter() - started
     client = json.loads((out / "summary.json").read_text())["client"]
     return {"cached_at_kill": cached, "requests": client["requests"], "cache_hits": client["cache_hits"],

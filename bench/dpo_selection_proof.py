@@ -96,7 +96,7 @@ def few_shot(specs: list[str]) -> dict[str, int]:
 def downstream(name: str, path: str, base: str, args, data_dir: Path, fewshot: dict[str, int]) -> dict:
     """{task: {metric: [value, stderr]}} of one model, cached per task in <out>/downstream/<name>.json together
     with the few-shot setting it was scored under: a task scored under another setting is scored again."""
-    from eval.downstream import LOCAL_TASKS, DownstreamArguments, evaluate, scores
+    from eval.lm_harness import LOCAL_TASKS, DownstreamArguments, evaluate, scores
 
     saved = args.out / "downstream" / f"{name}.json"
     got = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {}
@@ -144,7 +144,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from data_synthesis.pairs import preference_rows
-    from eval import wiki_downstream
+    from eval import wiki_questions
     from openrm.models import resolve
 
     py = sys.executable
@@ -175,7 +175,7 @@ def main() -> None:
         models[name] = str(model_dir)
 
     data_dir = args.out / "downstream-data"
-    wiki_downstream.write(data_dir, args.downstream_n, args.seed)
+    wiki_questions.write(data_dir, args.downstream_n, args.seed)
     table: dict[str, dict] = {}
     for name, path in models.items():
         table[name] = downstream(name, path, base, args, data_dir, fewshot)

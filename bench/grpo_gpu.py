@@ -46,7 +46,7 @@ def main() -> None:
         build_index(data / "corpora" / f"{name}.tsv", "bm25", out / "indexes" / name, progress=False)
 
     from openrm.tools import ToolBox
-    from train import grpo_openrm
+    from train.judge_trainer import parse, train_judge
 
     # numpy bm25 scoring: the GPU machine has no numba, and the toy corpora are tiny
     from_locations = ToolBox.from_locations.__func__
@@ -62,7 +62,7 @@ def main() -> None:
             "--max_new_tokens", "256", "--gradient_checkpointing", "true", "--max_examples", "256"]
     torch.cuda.reset_peak_memory_stats()
     t = time.perf_counter()
-    trainer = grpo_openrm.main(*grpo_openrm.parse(argv))
+    trainer = train_judge(*parse(argv))
     wall = time.perf_counter() - t
     steps = [h for h in trainer.state.log_history if "step_time" in h]
     print(json.dumps({"device": torch.cuda.get_device_name(), "params": n_params, "steps": len(steps),

@@ -6,7 +6,7 @@ packaged SmolLM2-135M-Instruct learns what its reward asks, measured on held-out
     .venv/bin/python bench/learning_proof.py --stage c --seeds 0 1 2 --variants composite   # ... to search
     .venv/bin/python bench/learning_proof.py --stage a --variants decoupled --tool-term per_call   # over-searching
 
-Both stages use the quickstart's pieces (toy/quickstart.py): short single-fact pairs of the toy world (fictional
+Both stages use the quickstart's pieces (toy/judge_stages.py): short single-fact pairs of the toy world (fictional
 facts: without search a judge can only guess), one fact per passage with top-1 evidence, the compact prompt, an SFT
 warm-up on gold trajectories (toy/warmup.py), then GRPO with configs/grpo_openrm/smollm2_cpu.yaml, and judge
 held-out pairs greedily in both orders.
@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from openrm.models import resolve  # noqa: E402
-from toy.quickstart import grpo, measured, toy_indexes  # noqa: E402
+from toy.judge_stages import grpo, measured, toy_indexes  # noqa: E402
 from toy.warmup import WarmupPlan, warm_up  # noqa: E402
 from toy.world import ToyWorld, write_dataset  # noqa: E402
 

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from toy.policy_quickstart import (  # noqa: E402
+from toy.policy_stages import (  # noqa: E402
     PolicyQuickstartArguments,
     evaluate,
     grpo,

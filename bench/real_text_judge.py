@@ -50,10 +50,10 @@ sys.path.insert(0, str(ROOT))
 from openrm.card import JudgeCard  # noqa: E402
 from openrm.models import resolve  # noqa: E402
 from retrieval.wikipedia import packaged_index  # noqa: E402
-from toy.quickstart import grpo, judging_settings  # noqa: E402
+from toy.judge_stages import grpo, judging_settings  # noqa: E402
 from toy.stages import built, on_gpu  # noqa: E402
 from toy.warmup import run_sft  # noqa: E402
-from train.gold_trajectories import TRACES  # noqa: E402
+from train.trajectories import TRACES  # noqa: E402
 
 logger = logging.getLogger("real_text_judge")
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_wiki_cpu.yaml"
@@ -159,7 +159,7 @@ def main() -> None:
     from openrm.dataset import in_both_orders_rows
     from openrm.evidence import lexical_verdict, separates, shown_evidence
     from openrm.tools import ToolBox
-    from train.gold_trajectories import GoldStats, gold_records
+    from train.trajectories import GoldStats, gold_records
     from train.verdict_probe import probe_items, verdict_probe
 
     started = time.perf_counter()
@@ -168,7 +168,7 @@ def main() -> None:
     if args.dataset:
         dataset = args.dataset
     else:
-        from data_synthesis.wiki_judge_pairs import write_dataset
+        from data_synthesis.wiki_dataset import write_dataset
 
         dataset = data / "dataset"
         built(data, {"n_train": args.n_train, "n_test": args.n_test, "seed": args.seed, "recipe": 2},
@@ -300,7 +300,7 @@ def judge_folder(model: Path, out: Path, settings: dict) -> Path:
 
 def grpo_judge(args, sft_dir: Path, dataset: Path, data: Path, retrievers: dict, settings: dict, bf16: bool) -> Path:
     """GRPO from the warm-up with live search, exported with the table's run settings."""
-    from train import export_judge
+    from train.judge_export import ExportArguments, export_judge
 
     grpo_data = Path(dataset).parent  # grpo() reads <data>/dataset
     if Path(dataset).name != "dataset":  # e.g. a build_dataset --out folder: linked as <out>/data/dataset
@@ -318,7 +318,7 @@ def grpo_judge(args, sft_dir: Path, dataset: Path, data: Path, retrievers: dict,
         extra += ["--both_orders", "true"]
     run = grpo(sft_dir, grpo_data, retrievers, args.out / "grpo", args.grpo_steps, *extra, config=CONFIG)
     exported = args.out / "judges" / "grpo"
-    export_judge.main(*export_judge.parse(["--checkpoint", str(run), "--out", str(exported), "--overwrite"]))
+    export_judge(ExportArguments(checkpoint=str(run), out=str(exported), overwrite=True))
     JudgeCard(**{**json.loads((exported / "judge_card.json").read_text()), **settings}).write(exported)
     return exported
 
@@ -327,22 +327,18 @@ def judge_row(name: str, folder: Path, dataset: Path, test: list[dict], retrieve
               args) -> dict:
     """One judge row: eval.run over the test split (resumable), broken down by kind and length."""
     from eval.breakdown import both_order_accuracy, same_letter_rate
-    from eval.run import main as eval_main
+    from eval.evaluation import EvalArguments, evaluate
+    from eval.scorecard import markdown
 
     out = args.out / "eval" / name.replace(", ", "-").replace(" ", "-")
-    argv = ["--judge", str(folder), "--benchmark", "in-domain", "--data", str(dataset), "--split", "test",
-            "--out", str(out), "--chunk_size", "16", "--seed", str(args.seed)]
-    if on_gpu():  # the warm-up trained there too (toy.warmup.run_sft)
-        argv += ["--device", "cuda"]
-    if args.eval_limit:
-        argv += ["--limit", str(args.eval_limit)]
-    if name.endswith("no search"):
-        argv += ["--no_tools", "true"]
-    else:
-        argv += ["--retrievers", *[f"{k}={v}" for k, v in retrievers.items()]]
-    if name.endswith("retrieve-then-judge"):
-        argv += ["--retrieve_then_judge", "true", "--evidence_tokens", str(settings["max_information_tokens"])]
-    r = eval_main(argv)
+    no_search, retrieved = name.endswith("no search"), name.endswith("retrieve-then-judge")
+    r = evaluate(EvalArguments(
+        judge=str(folder), benchmark="in-domain", data=str(dataset), split="test", out=str(out), chunk_size=16,
+        seed=args.seed, device="cuda" if on_gpu() else "cpu",  # the warm-up trained there too (toy.warmup.run_sft)
+        limit=args.eval_limit or None, no_tools=no_search,
+        retrievers=[] if no_search else [f"{k}={v}" for k, v in retrievers.items()], retrieve_then_judge=retrieved,
+        **({"evidence_tokens": int(settings["max_information_tokens"])} if retrieved else {})))
+    print(markdown(r))
     verdicts = {v["id"]: v for v in map(json.loads, (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines())}
     j = r["judging"]
     hits = [float(verdicts.get(e["id"], {}).get("prediction") == e["label"]) for e in test]

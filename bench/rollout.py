@@ -197,7 +197,7 @@ def greedy_identity(run_rollout, cfg) -> dict:
 
 def grpo_share(qs: Path, steps: int, bf16: bool = False) -> dict:
     from openrm import reward as reward_module
-    from train import grpo_openrm
+    from train import judge_trainer
 
     original = reward_module.make_openrm_reward
 
@@ -214,7 +214,7 @@ def grpo_share(qs: Path, steps: int, bf16: bool = False) -> dict:
         wrapper.__name__ = fn.__name__
         return wrapper
 
-    grpo_openrm.make_openrm_reward = timed_reward
+    judge_trainer.make_openrm_reward = timed_reward
     import openrm.rollout as rollout_module
 
     original_rollout = rollout_module.rollout
@@ -230,7 +230,7 @@ def grpo_share(qs: Path, steps: int, bf16: bool = False) -> dict:
     TIMERS.clear()
     out = qs / "bench-grpo"
     t = time.perf_counter()
-    trainer = grpo_openrm.main(*grpo_openrm.parse([
+    trainer = judge_trainer.train_judge(*judge_trainer.parse([
         "--config", str(CONFIG), "--model_name_or_path",
         str(qs / MODEL), "--dataset", str(qs / "data" / "dataset"), "--output_dir", str(out),
         "--max_steps", str(steps), "--save_strategy", "no", "--retrievers", f"wiki={qs / 'indexes' / 'wiki'}",
@@ -248,7 +248,7 @@ def grpo_share(qs: Path, steps: int, bf16: bool = False) -> dict:
 def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf16: bool = False) -> dict:
     """Judged pairs per second (both orders, greedy, with search) at each rollout batch size; `bf16`: bf16 weights."""
     from openrm.judge import Judge
-    from toy.quickstart import judging_settings
+    from toy.judge_stages import judging_settings
     from toy.world import ToyWorld
 
     examples = ToyWorld(0).examples(n, "test", ("wiki", "science"), style="short")

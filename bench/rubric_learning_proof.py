@@ -12,7 +12,7 @@ Besides valid JSON and preference accuracy (an invalid rubric counts as a miss),
 the rubrics that were scored, and the share of valid rubrics naming the held-out query's own entity or another one
 (the toy scorer pays only for the query's).
 
-Every stage is cached under --out (toy.rubric_quickstart); the table goes to stdout and `<out>/proof.json`.
+Every stage is cached under --out (toy.rubric_stages); the table goes to stdout and `<out>/proof.json`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from toy.rubric_quickstart import RubricQuickstartArguments, main  # noqa: E402
 from toy.rubric_scorer import ToyScorer, scorer_app  # noqa: E402
+from toy.rubric_stages import RubricQuickstartArguments, run  # noqa: E402
 from toy.rubric_task import entity_naming, toy_entities  # noqa: E402
 from toy.world import ToyWorld  # noqa: E402
 
@@ -114,7 +114,7 @@ def main_cli() -> None:
     flags = ["--scorer", "server", "--scorer_server", url, "--scorer_model", "toy"]
     qs.grpo_args = " ".join([*flags, qs.grpo_args])
     started = time.perf_counter()
-    table = main(qs, scorer=flags)
+    table = run(qs, scorer=flags)
     seconds = time.perf_counter() - started
     server.should_exit = True
     out = Path(args.out)

@@ -49,7 +49,7 @@ CANDIDATES = 4
 
 def toy_rows(world_seed: int, n_pairs: int, n_sets: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
     """(binarized rows, candidate-set rows) over held-out toy questions; the two never share a question."""
-    from toy.candidates import toy_candidate_rows
+    from toy.candidate_sets import toy_candidate_rows
     from toy.world import ToyWorld
 
     sets = toy_candidate_rows(ToyWorld(world_seed), 2 * n_pairs + n_sets, CANDIDATES, "test", seed)
@@ -128,7 +128,7 @@ def run_cell(data: Path, judge: str, retrievers: list[str], no_tools: bool, out:
 
 
 def _run_select(data: Path, judge: str, retrievers: list[str], no_tools: bool, out: Path, args) -> dict:
-    from train.select_preferences import SelectArguments, run
+    from train.preference_selection import SelectArguments, run
 
     if is_plugin_judge(judge):  # the toy oracle: no model, no tools
         select = SelectArguments(data=str(data), out=str(out), judge=judge, world_seed=args.world_seed,

@@ -1,6 +1,6 @@
 """How a rejected answer is made from a Wikipedia article's own text: the text cut to a length class at sentence
 ends, and one kind of factual change inside the cut, recorded so that `replay` makes it again. Library code of
-`data_synthesis.wiki_judge_pairs`, which runs it over every article:
+`data_synthesis.wiki_dataset`, which runs it over every article:
 
     corpus = index(read_articles(), LENGTHS); pair = build(article, "date", "short", corpus, random.Random(0))
 
@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from data_synthesis.wiki_pairs import NUMBER, Article, alter_numbers
+from data_synthesis.wiki_articles import NUMBER, Article, alter_numbers
 
 KINDS = ("numbers", "date", "swap", "entity", "place", "negation", "exchange")
 LENGTHS = ("sentence", "short", "lead")

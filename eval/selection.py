@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from eval.best_of_n import measured_calls
 from eval.judging import VerdictStore
+from eval.picks import measured_calls
 from eval.preference_sets import PreferenceSet
 from eval.settings import VerdictSettings, data_sha256
 from openrm.tournament import Arena, Group, RoundRobin, TournamentResult

@@ -2,8 +2,9 @@
 not, and a training stage interrupted midway resumes from its newest checkpoint.
 
     model = built(out / "warm", {"base": str(base), "steps": 40}, lambda: sft(...), "the SFT warm-up")
-    run = trained(out / "grpo", {"model": str(model), "extra": extra}, 30, grpo_policy.RUN_FILE,
-                  lambda resume: grpo_policy.main(*grpo_policy.parse([..., *resume])), "GRPO of the policy")
+    run = trained(out / "grpo", {"model": str(model), "extra": extra}, 30, policy_trainer.RUN_FILE,
+                  lambda resume: policy_trainer.train_policy(*policy_trainer.parse([..., *resume])),
+                  "GRPO of the policy")
 """
 
 from __future__ import annotations

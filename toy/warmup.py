@@ -108,11 +108,11 @@ def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_r
     `in_file_order`: the records are taken in the file's order (each step's sorted by length), so records laid out
     side by side (a pair's two orders) share a step. `verdict_weight`: the verdict letters' weight in the loss.
     `callbacks`: more TrainerCallbacks (e.g. `train.verdict_probe.verdict_probe`)."""
-    from train import sft_warmup
+    from train.warmup_trainer import parse, train_warmup
 
     order = ["--sort_within_steps", "true"] if in_file_order else []
     order += ["--verdict_weight", str(verdict_weight)] if verdict_weight != 1.0 else []
-    sft_warmup.main(*sft_warmup.parse([*order,
+    train_warmup(*parse([*order,
         "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(out),
         "--max_steps", str(steps), "--per_device_train_batch_size", str(batch),
         "--learning_rate", str(learning_rate), "--lr_scheduler_type", schedule,

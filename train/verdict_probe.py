@@ -39,19 +39,19 @@ def probe_items(examples: Sequence[Mapping[str, Any]], toolbox: Any, tokenizer: 
                 style: str = "compact", groups: Mapping[str, Callable[[Mapping], str]] | None = None,
                 trace: str = "verdict") -> list[ProbeItem]:
     """One item per example whose gold trajectory exists (the search found evidence that separates the answers:
-    `train.gold_trajectories.gold_records` with `trace` "verdict", "retrieved", "quotes" or "restate": the letter
+    `train.trajectories.gold_records` with `trace` "verdict", "retrieved", "quotes" or "restate": the letter
     then follows the gold quotes or restated answers); `examples` carry `pair_id` and
     `order` (`openrm.dataset.in_both_orders_rows`), and a pair whose two orders are not both kept is dropped."""
     import torch
 
-    from train.gold_trajectories import TRACES
+    from train.trajectories import TRACES
 
     if trace not in TRACES or trace == "span":
         raise ValueError(f"the probe reads the first verdict letter after gold text: trace 'verdict', 'retrieved', "
                          f"'quotes' or 'restate', not {trace!r}")
     from openrm.rollout import tokenize_record
-    from train.gold_trajectories import gold_records
     from train.plain_head import verdict_positions
+    from train.trajectories import gold_records
 
     letters = [tokenizer.encode(t, add_special_tokens=False) for t in ("A", "B")]
     marks = [tokenizer.encode(t, add_special_tokens=False) for t in (">", "</")]

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from data_synthesis.build_dataset import BuildDatasetArguments, split_needs
+from data_synthesis.builder import BuildDatasetArguments, split_needs
 from data_synthesis.documents import GroupCycle, group_passages, reservoir, sample_window, split_by_title
 from data_synthesis.filters import DuplicateIndex, FilterConfig, answer_problem, pair_problem, shares_ngram
 from data_synthesis.pairs import balanced_labels

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from data_synthesis.wiki_articles import NUMBER, Article
 from data_synthesis.wiki_changes import KINDS, LENGTHS, Change, Edit, Skip, apply_edits, build, cut, index, name, replay
 from data_synthesis.wiki_changes import sentence_ends as ends_of
-from data_synthesis.wiki_judge_pairs import write_dataset
-from data_synthesis.wiki_pairs import NUMBER, Article
+from data_synthesis.wiki_dataset import write_dataset
 from eval import loaders
 
 TOWNS = [a + b for a in ("Al", "Bel", "Cor", "Dun", "Esk", "Fal", "Gar", "Hol")
@@ -279,7 +279,7 @@ def test_the_command_writes_the_dataset_of_the_kinds_and_lengths_named(tmp_path)
 
 @pytest.mark.slow
 def test_the_packaged_articles_give_every_kind_at_every_length(tmp_path):
-    from data_synthesis.wiki_pairs import read_articles
+    from data_synthesis.wiki_articles import read_articles
     from retrieval.wikipedia import summaries_file
 
     rows = {a.title: {"extract": a.text, "topic": a.topic} for a in read_articles()}

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from data_synthesis.wiki_pairs import WRITERS, alter_numbers, make_pairs, read_articles, write_files
+from data_synthesis.wiki_articles import alter_numbers, make_pairs, read_articles
+from data_synthesis.wiki_benchmarks import WRITERS, write_files
 from eval import loaders
 
 TOPICS = ("Geography", "People")
@@ -75,7 +76,7 @@ def test_every_loader_reads_the_chosen_answer_as_the_label(tmp_path, benchmark):
 
 
 def test_judge_dataset_has_disjoint_splits_balanced_labels_and_loads_as_in_domain(tmp_path):
-    from data_synthesis.wiki_judge_pairs import write_dataset
+    from data_synthesis.wiki_dataset import write_dataset
 
     counts = write_dataset(tmp_path / "ds", n_train=20, n_test=10, seed=0, path=summaries(tmp_path))
     assert counts == {"train": 20, "test": 10}

@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval.best_of_n import BestOfNArguments, main, run
+from eval.best_of_n import main
 from eval.candidate_sets import load_candidate_sets
-from toy.candidates import toy_candidate_rows
+from eval.picks import BestOfNArguments, run
+from toy.candidate_sets import toy_candidate_rows
 from toy.oracle import ToyOracle, toy_prompts
 from toy.world import ToyWorld
 

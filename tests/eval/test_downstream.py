@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from eval import benchmark_files, downstream
-from eval.downstream import DownstreamArguments, Row
+from eval import benchmark_files, lm_harness
+from eval.lm_harness import DownstreamArguments, Row
 
 FIXTURES = Path(__file__).parent / "fixtures" / "downstream"
 EXPECTED = {("truthfulqa_mc1", "acc,none"), ("truthfulqa_mc2", "acc,none"),
@@ -53,7 +53,7 @@ def run(models, tmp_path_factory):
                                num_fewshot=1, max_gen_toks=8, batch_size="8", device="cpu", dtype="float32")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(socket.socket, "connect", refuse)
-        rows = downstream.main(args)
+        rows = lm_harness.run(args)
     return rows, out, attempts, args
 
 
@@ -82,7 +82,7 @@ def test_local_configs_are_the_harness_official_ones_but_for_the_data(official):
     from lm_eval.tasks import TaskManager
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    ours = TaskManager(include_path=str(downstream.TASKS_DIR), include_defaults=False).task_index
+    ours = TaskManager(include_path=str(lm_harness.TASKS_DIR), include_defaults=False).task_index
 
     def load(index, name):
         return _ident(load_yaml(index[name].yaml_path, resolve_func=True))
@@ -107,7 +107,7 @@ def test_local_configs_are_the_harness_official_ones_but_for_the_data(official):
 
 
 def test_the_documented_hub_task_names_exist_in_the_harness(official):
-    assert set(downstream.HUB_TASKS) <= set(official)
+    assert set(lm_harness.HUB_TASKS) <= set(official)
 
 
 @pytest.mark.slow
@@ -123,7 +123,7 @@ def test_every_task_and_metric_is_in_the_table_offline(run):
     assert all(0 <= v <= 1 for r in rows for v in (r.baseline, r.model))
     table = (out / "table.md").read_text(encoding="utf-8")
     for r in rows:
-        assert f"| {r.task} | {downstream._metric_name(r.metric)} | {r.n} | {100 * r.baseline:.2f} | " in table
+        assert f"| {r.task} | {lm_harness._metric_name(r.metric)} | {r.n} | {100 * r.baseline:.2f} | " in table
     assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -156,7 +156,7 @@ def test_results_json_holds_the_harness_numbers(run, models):
     # And a separate call of the harness, outside our module, gives the same TruthfulQA numbers for the model.
     alone = lm_eval.simple_evaluate(model="hf", model_args={"pretrained": str(models[1]), "dtype": "float32"},
                                     tasks=["truthfulqa_mc1_local", "truthfulqa_mc2_local"], device="cpu",
-                                    batch_size=1, task_manager=downstream.task_manager(False, str(FIXTURES)))
+                                    batch_size=1, task_manager=lm_harness.task_manager(False, str(FIXTURES)))
     for r in rows:
         if r.task.startswith("truthfulqa"):
             assert alone["results"][f"{r.task}_local"][r.metric] == pytest.approx(r.model, abs=1e-6)
@@ -173,9 +173,9 @@ def test_a_lora_adapter_folder_evaluates_as_base_plus_adapter(run, models, tmp_p
     peft_model = get_peft_model(AutoModelForCausalLM.from_pretrained(base),
                                 LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
     peft_model.save_pretrained(tmp_path / "adapter")
-    assert downstream.model_args(str(tmp_path / "adapter"), "float32") == {
+    assert lm_harness.model_args(str(tmp_path / "adapter"), "float32") == {
         "pretrained": str(Path(base).resolve()), "dtype": "float32", "peft": str((tmp_path / "adapter").resolve())}
-    result = downstream.evaluate(str(tmp_path / "adapter"), replace(args, tasks=["truthfulqa_mc2"]))
+    result = lm_harness.evaluate(str(tmp_path / "adapter"), replace(args, tasks=["truthfulqa_mc2"]))
     mc2 = next(r for r in rows if r.task == "truthfulqa_mc2")
     assert result["results"]["truthfulqa_mc2_local"]["acc,none"] == pytest.approx(mc2.baseline, abs=1e-6)
 
@@ -186,7 +186,7 @@ def test_missing_benchmark_files_are_named_before_any_model_loads(tmp_path):
     args = DownstreamArguments(model="no/such-model", baseline="no/such-model", data_dir=str(tmp_path),
                                out=str(tmp_path / "out"))
     with pytest.raises(FileNotFoundError) as err:
-        downstream.main(args)
+        lm_harness.run(args)
     message = str(err.value)
     assert "mmlu_pro/test.jsonl" in message and "mmlu_pro/validation.jsonl" in message
     assert "triviaqa/validation.jsonl" in message and "truthfulqa_mc" not in message
@@ -209,9 +209,9 @@ def test_hub_mode_takes_any_harness_task_without_data():
 
 def test_model_args_for_a_folder_and_a_hub_id(tmp_path):
     (tmp_path / "m").mkdir()
-    assert downstream.model_args(str(tmp_path / "m"), "auto") == {"pretrained": str((tmp_path / "m").resolve()),
+    assert lm_harness.model_args(str(tmp_path / "m"), "auto") == {"pretrained": str((tmp_path / "m").resolve()),
                                                                    "dtype": "auto"}
-    assert downstream.model_args("Qwen/Qwen2.5-3B", "bfloat16") == {"pretrained": "Qwen/Qwen2.5-3B",
+    assert lm_harness.model_args("Qwen/Qwen2.5-3B", "bfloat16") == {"pretrained": "Qwen/Qwen2.5-3B",
                                                                     "dtype": "bfloat16"}
 
 
@@ -224,7 +224,7 @@ def test_compare_pairs_metrics_and_sums_group_sizes():
                 "n-samples": {"truthfulqa_mc2_local": {"original": 9, "effective": 7}, "a": {"effective": 3},
                               "b": {"effective": 4}}}
 
-    rows = downstream.compare(harness(0.25, 0.0), harness(0.5, 0.1),
+    rows = lm_harness.compare(harness(0.25, 0.0), harness(0.5, 0.1),
                               {"truthfulqa_mc2": "truthfulqa_mc2_local", "mmlu_pro": "mmlu_pro_local"})
     assert rows == [Row("truthfulqa_mc2", "acc,none", 0.25, 0.5, 0.25, 100.0, 7, 0.1, 0.1),
                     Row("mmlu_pro", "exact_match,custom-extract", 0.0, 0.1, 0.1, None, 7, None, None)]

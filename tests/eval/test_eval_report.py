@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval import report
+from eval import report, scorecard
 
 
 def examples(domains: list[str], per: int = 2) -> list[dict]:
@@ -14,8 +14,8 @@ def examples(domains: list[str], per: int = 2) -> list[dict]:
 
 def test_markdown_has_two_decimals():
     ex = examples(["x"], per=3)  # labels B, A, B; predictions right on 2 of 3 → 66.67 %
-    results = report.score("pairwise", ex, {"x-0": "B", "x-1": "A", "x-2": "A"}, resamples=10)
-    text = report.markdown(results)
+    results = scorecard.score("pairwise", ex, {"x-0": "B", "x-1": "A", "x-2": "A"}, resamples=10)
+    text = scorecard.markdown(results)
     assert "| accuracy (%) | 66.67 |" in text
     assert "66.7 " not in text and "| 66.7 |" not in text
 
@@ -30,15 +30,15 @@ def test_markdown_has_two_decimals():
 ])
 def test_consistency_counts_only_judgments_where_an_order_answered(records, shown):
     ex = examples(["x"])
-    results = report.score("pairwise", ex, {i: r["prediction"] for i, r in records.items()}, records, resamples=10)
-    text = report.markdown(results)
+    results = scorecard.score("pairwise", ex, {i: r["prediction"] for i, r in records.items()}, records, resamples=10)
+    text = scorecard.markdown(results)
     assert f"where some order answered | {shown} |" in text
 
 
 def test_seconds_are_labelled_as_chunk_averages():
-    results = report.score("pairwise", examples(["x"]), {"x-0": "B"}, {"x-0": {"prediction": "B", "seconds": 2.0}},
+    results = scorecard.score("pairwise", examples(["x"]), {"x-0": "B"}, {"x-0": {"prediction": "B", "seconds": 2.0}},
                            resamples=10)
-    assert "each chunk's wall time ÷ its pairs" in report.markdown(results)
+    assert "each chunk's wall time ÷ its pairs" in scorecard.markdown(results)
 
 
 @pytest.mark.parametrize("n_domains, horizontal", [(3, False), (58, True)])
@@ -47,8 +47,8 @@ def test_plot_layout_follows_the_number_of_domains(tmp_path, n_domains, horizont
 
     domains = [f"autoj/scenario_{k:02d}" for k in range(n_domains)]
     ex = examples(domains)
-    results = report.score("autoj", ex, {e["id"]: e["label"] for e in ex}, resamples=10)
-    width, height = Image.open(report.plot(results, tmp_path / "p.png")).size
+    results = scorecard.score("autoj", ex, {e["id"]: e["label"] for e in ex}, resamples=10)
+    width, height = Image.open(scorecard.plot(results, tmp_path / "p.png")).size
     if horizontal:
         # one row per domain: at least ~20 px per label at the saved dpi, and taller than wide
         assert height >= 20 * n_domains and height > width
@@ -62,16 +62,16 @@ def test_rows_over_the_context_are_counted_and_named_and_an_unchecked_run_says_s
     failed = {**fit, "status": "failed", "prompt_tokens": 9000, "reason": "too long"}
     records = {"x-0": {"prediction": "A", "context": cut}, "x-1": {"prediction": "fail", "context": failed},
                "y-0": {"prediction": "B", "context": fit}}
-    results = report.score("pairwise", examples(["x", "y"], per=2), {i: r["prediction"] for i, r in records.items()},
+    results = scorecard.score("pairwise", examples(["x", "y"], per=2), {i: r["prediction"] for i, r in records.items()},
                            records, resamples=10)
     ctx = results["judging"]["context"]
     assert (ctx["checked"], ctx["truncated"], ctx["failed"]) == (3, 1, 1) and list(ctx["rows"]) == ["x-0", "x-1"]
-    text = report.markdown(results)
+    text = scorecard.markdown(results)
     assert "1 cut to fit, 1 judged as failures, of 3 checked" in text
     assert "⚠ `x-0`: truncated, prompt 2400 > 600 tokens (answer_a −900, answer_b −905)" in text
     assert "⚠ `x-1`: failed, prompt 9000 > 600 tokens (not sent)" in text
     unknown = {i: {**r, "context": {**fit, "limit": None}} for i, r in records.items()}
-    text = report.markdown(report.score("pairwise", examples(["x", "y"], per=2), {}, unknown, resamples=10))
+    text = scorecard.markdown(scorecard.score("pairwise", examples(["x", "y"], per=2), {}, unknown, resamples=10))
     assert "context: **not checked**" in text
 
 
@@ -86,13 +86,13 @@ def test_single_order_accuracy_scores_each_order_alone():
                "p1": {"prediction": "tie", "orders": _orders("B", "A")},    # AB right, BA wrong: a tie both-order
                "p2": {"prediction": "fail", "orders": _orders(None, None)},  # no answer: wrong twice
                "p3": {"prediction": "A", "orders": _orders("A", "A")}}
-    results = report.score("pandalm", ex, {i: r["prediction"] for i, r in records.items()}, records, resamples=50)
+    results = scorecard.score("pandalm", ex, {i: r["prediction"] for i, r in records.items()}, records, resamples=50)
     so = results["single_order"]
     assert (so["orders"], so["accuracy"], so["ab_accuracy"], so["ba_accuracy"]) == (6, 3 / 6, 2 / 3, 1 / 3)
     assert results["accuracy"] == 1 / 4  # both-order, 3-class: only p0 is right
-    text = report.markdown(results)
+    text = scorecard.markdown(results)
     assert "each order scored alone | 50.00" in text and "AB / BA order alone | 66.67 / 33.33" in text
-    assert report.score("pandalm", ex, {i: r["prediction"] for i, r in records.items()},
+    assert scorecard.score("pandalm", ex, {i: r["prediction"] for i, r in records.items()},
                         resamples=10).get("single_order") is None  # precomputed predictions: no orders, no number
 
 
@@ -101,7 +101,7 @@ def test_eval_report_prints_single_and_both_order_beside_the_published_rows(tmp_
 
     ex = [{"id": f"p{k}", "domain": "pandalm", "label": "AB"[k % 2]} for k in range(4)]
     records = {e["id"]: {"prediction": e["label"], "orders": _orders(e["label"], "A")} for e in ex}
-    results = report.score("pandalm", ex, {i: r["prediction"] for i, r in records.items()}, records, resamples=10)
+    results = scorecard.score("pandalm", ex, {i: r["prediction"] for i, r in records.items()}, records, resamples=10)
     results.update(judge="smol", mode="tools")
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "results.json").write_text(json.dumps(results))

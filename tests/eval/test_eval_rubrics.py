@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from eval import rubrics as ev
+from eval import rubric_methods as ev
 from openrm.rubrics import Rating
 from openrm.rubrics.prompts import GENERAL_RUBRIC
 from openrm.rubrics.triplets import Triplet
@@ -92,7 +92,7 @@ def test_cli_writes_the_report_on_toy_triplets(tmp_path):
     (args,) = TrlParser(ev.RubricEvalArguments).parse_args_into_dataclasses([
         "--triplets", str(path), "--out", str(tmp_path / "out"), "--methods", "general,pointwise,pairwise",
         "--scorer", "toy"])
-    body = ev.main(args)
+    body = ev.run(args)
     saved = json.loads((tmp_path / "out/report.json").read_text())
     assert saved["methods"] == body["methods"] and set(saved["methods"]) == {"general", "pointwise", "pairwise"}
     # the toy rule rates every general item 5: all ties, accuracy exactly 1/2 and d undefined

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from eval.head_to_head import head_to_head
+from eval.win_rate import head_to_head
 
 
 class Longer:

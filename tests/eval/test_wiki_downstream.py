@@ -10,7 +10,7 @@ import re
 import pytest
 
 from eval.benchmark_files import BENCHMARKS, check_columns, read
-from eval.wiki_downstream import MMLU_SUBJECTS, build, parse_lead, write
+from eval.wiki_questions import MMLU_SUBJECTS, build, parse_lead, write
 
 
 def test_first_sentences_are_split_at_their_copula_or_refused_with_a_reason():

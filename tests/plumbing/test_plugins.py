@@ -69,10 +69,10 @@ def test_no_library_module_imports_the_toy_package():
 
 
 def test_product_entry_points_have_no_toy_defaults():
-    from eval.head_to_head import HeadToHeadArguments, main
-    from train.grpo_openrm import OpenRMArguments
+    from eval.win_rate import HeadToHeadArguments, run
+    from train.judge_trainer import OpenRMArguments
 
     with pytest.raises(ValueError, match="--retrievers"):
         OpenRMArguments(dataset="x")
     with pytest.raises(ValueError, match="--judge is required"):
-        main(HeadToHeadArguments(policy="a", baseline="b", prompts="p.jsonl"))
+        run(HeadToHeadArguments(policy="a", baseline="b", prompts="p.jsonl"))

@@ -10,7 +10,8 @@ import json
 import httpx
 import pytest
 
-from data_synthesis.build_dataset import BuildDatasetArguments, main
+from data_synthesis.build_dataset import main
+from data_synthesis.builder import BuildDatasetArguments
 from openrm.models import PACKAGED, gguf_path
 from plumbing import serve
 from plumbing.serve import ServerError, llama_cpp_server, transformers_server

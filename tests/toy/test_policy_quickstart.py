@@ -34,7 +34,7 @@ def test_policy_quickstart_runs_and_reuses_stages(tmp_path):
 
 
 def test_too_few_questions_for_a_step_is_an_error():
-    from toy.policy_quickstart import PolicyQuickstartArguments
+    from toy.policy_stages import PolicyQuickstartArguments
 
     with pytest.raises(ValueError, match="n_questions must be >= 16"):
         PolicyQuickstartArguments(n_questions=8)

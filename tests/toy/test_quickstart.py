@@ -140,14 +140,14 @@ def test_warmup_records_are_gold_trajectories_and_the_tool_is_balanced_per_kind_
 
 def test_warm_up_is_reused_only_for_the_same_plan(tmp_path, monkeypatch):
     from toy import warmup as toy_warmup
-    from train import sft_warmup
+    from train import warmup_trainer
 
     seen = []
 
     def recorded(script, training, model, callbacks=()):
         seen.append((training, model))
 
-    monkeypatch.setattr(sft_warmup, "main", recorded)
+    monkeypatch.setattr(warmup_trainer, "train_warmup", recorded)
     world, base = ToyWorld(0), str(tmp_path / "base")
     plan = toy_warmup.WarmupPlan(steps=3, batch=2, random_tool=True)
     toy_warmup.warm_up(world, base, tmp_path / "sft", plan)
@@ -173,7 +173,7 @@ def row(accuracy, failures, tool, searches=2.0):
 
 
 def test_summary_words_follow_the_numbers():
-    from toy.quickstart import results_table, summary
+    from toy.judge_stages import results_table, summary
 
     table = {"zero-shot": row(0.0, 1.0, None, 0.0), "SFT warm-up": row(0.55, 0.0, 0.5),
              "after GRPO": row(0.93, 0.01, 0.97), "after GRPO, no search": row(0.2, 0.0, None, 0.0)}
@@ -191,29 +191,30 @@ def test_summary_words_follow_the_numbers():
 
 
 def test_quickstart_judges_each_model_once_until_its_weights_change(tmp_path, monkeypatch):
-    from toy import quickstart
+    from toy import judge_stages
 
     calls = []
-    monkeypatch.setattr(quickstart, "evaluate", lambda model, indexes, test, **kw: calls.append(kw) or {"accuracy": 1})
+    monkeypatch.setattr(judge_stages, "evaluate",
+                        lambda model, indexes, test, **kw: calls.append(kw) or {"accuracy": 1})
     model = tmp_path / "judge"
     model.mkdir()
     (model / "model.safetensors").write_bytes(b"weights-1")
     test = [{"id": "toy-0-test-000001"}, {"id": "toy-0-test-000002"}]
-    assert quickstart.measured(model, {"wiki": "x"}, test) == {"accuracy": 1}
-    assert quickstart.measured(model, {"wiki": "x"}, test) == {"accuracy": 1}
+    assert judge_stages.measured(model, {"wiki": "x"}, test) == {"accuracy": 1}
+    assert judge_stages.measured(model, {"wiki": "x"}, test) == {"accuracy": 1}
     assert len(calls) == 1  # the second answer came from judged.json
-    quickstart.measured(model, {"wiki": "x"}, test, temperature=1.0, seed=0)  # other settings: judged anew
-    quickstart.measured(model, None, test)  # without search: judged anew
-    quickstart.measured(model, {"wiki": "x"}, test[:1])  # other pairs: judged anew
+    judge_stages.measured(model, {"wiki": "x"}, test, temperature=1.0, seed=0)  # other settings: judged anew
+    judge_stages.measured(model, None, test)  # without search: judged anew
+    judge_stages.measured(model, {"wiki": "x"}, test[:1])  # other pairs: judged anew
     assert len(calls) == 4
     (model / "model.safetensors").write_bytes(b"weights-2")  # a redone stage in the same folder
-    quickstart.measured(model, {"wiki": "x"}, test)
+    judge_stages.measured(model, {"wiki": "x"}, test)
     assert len(calls) == 5 and not list(model.glob("judged.*.tmp"))
     (model / "judged.json").write_text('{"cut sho')  # an interrupted write: judged again, not a crash
-    quickstart.measured(model, {"wiki": "x"}, test)
+    judge_stages.measured(model, {"wiki": "x"}, test)
     assert len(calls) == 6
     elsewhere = tmp_path / "zero-shot.json"
-    quickstart.measured(model, {"wiki": "x"}, test, cache=elsewhere)
+    judge_stages.measured(model, {"wiki": "x"}, test, cache=elsewhere)
     assert elsewhere.exists() and len(calls) == 7
 
 
@@ -306,16 +307,16 @@ def test_the_quickstart_config_file_holds_the_defaults_of_make_quickstart():
 
 
 def test_on_a_gpu_the_quickstart_grpo_overrides_the_cpu_config(tmp_path, monkeypatch):
-    from toy import quickstart
+    from toy import judge_stages
 
     model = tmp_path / "warm"
     model.mkdir()
     (model / "warmup.json").write_text("{}")
     seen = {}
-    monkeypatch.setattr(quickstart, "trained", lambda out, start, *a, **kw: seen.update(start) or out)
+    monkeypatch.setattr(judge_stages, "trained", lambda out, start, *a, **kw: seen.update(start) or out)
     for gpu in (False, True):
-        monkeypatch.setattr(quickstart, "on_gpu", lambda gpu=gpu: gpu)
-        quickstart.grpo(model, tmp_path, {}, tmp_path / "grpo", 1, "--seed", "0")
+        monkeypatch.setattr(judge_stages, "on_gpu", lambda gpu=gpu: gpu)
+        judge_stages.grpo(model, tmp_path, {}, tmp_path / "grpo", 1, "--seed", "0")
         assert ("--use_cpu" in seen["extra"]) == gpu
         if gpu:
             assert seen["extra"][seen["extra"].index("--use_cpu") + 1] == "false"
@@ -324,11 +325,11 @@ def test_on_a_gpu_the_quickstart_grpo_overrides_the_cpu_config(tmp_path, monkeyp
 @pytest.mark.parametrize("schedule", ["cosine", "constant_with_warmup"])
 def test_run_sft_passes_its_schedule_and_a_tenth_of_the_steps_warming_up(schedule, monkeypatch, tmp_path):
     from toy import warmup
-    from train import sft_warmup
+    from train import warmup_trainer
 
     seen = {}
-    monkeypatch.setattr(sft_warmup, "main", lambda *parsed, callbacks=(): None)
-    monkeypatch.setattr(sft_warmup, "parse", lambda argv: seen.setdefault("argv", argv))
+    monkeypatch.setattr(warmup_trainer, "train_warmup", lambda *parsed, callbacks=(): None)
+    monkeypatch.setattr(warmup_trainer, "parse", lambda argv: seen.setdefault("argv", argv))
     warmup.run_sft(tmp_path / "d.jsonl", "base", tmp_path, 50, 8, 5e-5, 0, schedule=schedule)
     argv = seen["argv"]
     assert argv[argv.index("--lr_scheduler_type") + 1] == schedule

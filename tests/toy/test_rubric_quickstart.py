@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from toy.rubric_quickstart import CONFIG, PRETRAINED_CONFIG, RubricQuickstartArguments
+from toy.rubric_stages import CONFIG, PRETRAINED_CONFIG, RubricQuickstartArguments
 
 
 def test_a_pretrained_generator_gets_its_own_config_and_a_longer_rubric_budget():

@@ -17,7 +17,7 @@ CONFIGS = ROOT / "configs" / "dpo"
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory):
-    from toy.candidates import toy_candidate_rows
+    from toy.candidate_sets import toy_candidate_rows
     from toy.tiny import build
     from toy.world import ToyWorld
     from train import select_preferences

@@ -17,6 +17,7 @@ import pytest
 from openrm.card import CARD_NAME, JudgeCard
 from openrm.judge import Judge, Verdict
 from train import export_judge
+from train.judge_export import RUN_FILE, write_atomically
 
 ROOT = Path(__file__).resolve().parents[2]
 IDS = [[5, 17, 300, 42, 9, 1200, 77, 3]]
@@ -62,7 +63,7 @@ def adapter_run(tiny_dir, tmp_path_factory):
     checkpoint = run / "checkpoint-7"
     model.save_pretrained(checkpoint)
     (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 7}))
-    RUN_CARD.write(run, export_judge.RUN_FILE)
+    RUN_CARD.write(run, RUN_FILE)
     return checkpoint, adapter_logits, base_logits
 
 
@@ -72,9 +73,8 @@ def exported(adapter_run, tmp_path_factory):
     root = tmp_path_factory.mktemp("exports")
     (root / "eval.json").write_text(json.dumps(EVAL))
     out = root / "judge"
-    args = export_judge.parse(["--checkpoint", str(checkpoint), "--out", str(out),
-                               "--eval-results", str(root / "eval.json"), "--max-completion-tokens", "96"])
-    assert export_judge.main(*args) == out
+    assert export_judge.main(["--checkpoint", str(checkpoint), "--out", str(out),
+                              "--eval-results", str(root / "eval.json"), "--max-completion-tokens", "96"]) == out
     return out
 
 
@@ -125,7 +125,7 @@ def test_full_model_exports_with_a_null_card(tiny_dir, tmp_path):
     from safetensors.torch import load_file
 
     out = tmp_path / "judge"
-    export_judge.main(*export_judge.parse(["--checkpoint", str(tiny_dir), "--out", str(out)]))
+    export_judge.main(["--checkpoint", str(tiny_dir), "--out", str(out)])
     card = json.loads((out / CARD_NAME).read_text())
     assert card["adapter"] is False and card["global_step"] is None and card["reward_variant"] is None
     assert card["data"] is None and card["base_model"] is None and card["eval_results"] is None
@@ -138,15 +138,14 @@ def test_existing_out_needs_overwrite(tiny_dir, tmp_path):
     out = tmp_path / "judge"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    args = export_judge.parse(["--checkpoint", str(tiny_dir), "--out", str(out)])
     with pytest.raises(FileExistsError, match="--overwrite"):
-        export_judge.main(*args)
+        export_judge.main(["--checkpoint", str(tiny_dir), "--out", str(out)])
     assert (out / "keep.txt").read_text() == "mine"
-    export_judge.main(*export_judge.parse(["--checkpoint", str(tiny_dir), "--out", str(out), "--overwrite"]))
+    export_judge.main(["--checkpoint", str(tiny_dir), "--out", str(out), "--overwrite"])
     assert not (out / "keep.txt").exists() and (out / CARD_NAME).is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["judge"]  # neither temp nor old folder left
     with pytest.raises(ValueError, match="outside"):
-        export_judge.parse(["--checkpoint", str(tiny_dir), "--out", str(tiny_dir / "sub")])
+        export_judge.main(["--checkpoint", str(tiny_dir), "--out", str(tiny_dir / "sub")])
 
 
 def test_cli_refuses_to_overwrite_with_a_clear_message(tiny_dir, tmp_path):
@@ -164,10 +163,9 @@ def test_missing_base_model_is_a_clear_error(adapter_run, tmp_path):
     checkpoint, _, _ = adapter_run
     copy = tmp_path / "adapter"
     shutil.copytree(checkpoint, copy)
-    args = export_judge.parse(["--checkpoint", str(copy), "--out", str(tmp_path / "judge"),
-                               "--base-model", str(tmp_path / "nowhere")])
     with pytest.raises(ValueError, match="--base-model"):
-        export_judge.main(*args)
+        export_judge.main(["--checkpoint", str(copy), "--out", str(tmp_path / "judge"),
+                           "--base-model", str(tmp_path / "nowhere")])
     assert not (tmp_path / "judge").exists()
 
 
@@ -192,6 +190,6 @@ def test_a_failed_write_leaves_out_as_it_was(tmp_path):
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError, match="disk full"):
-        export_judge.write_atomically(out, fill, overwrite=True)
+        write_atomically(out, fill, overwrite=True)
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["judge"]

@@ -8,9 +8,11 @@ from types import SimpleNamespace
 import pytest
 
 from openrm import protocol
+from openrm.evidence import evidence_span, query_of
 from openrm.rollout import split_information, tokenize_record
 from openrm.tools import ToolBox
-from train.gold_trajectories import GoldStats, evidence_span, gold_records, main, query_of
+from train.gold_trajectories import main
+from train.trajectories import GoldStats, gold_records
 
 SANTIAGO = ("Santiago is the capital and largest city of Chile. It was founded in 1541 by the conquistador Pedro de "
             "Valdivia and has about 6,900,000 people.")
@@ -65,7 +67,7 @@ def test_query_is_plain_words():
 def test_records_hold_the_rollout_view_and_skips_are_counted(tokenizer):
     wiki = Wiki(text=SANTIAGO + " " + "More words about the city and its long history. " * 40)
     toolbox = ToolBox({"wiki": wiki, "arxiv": Wiki()}, topk=1)
-    from train.gold_trajectories import GoldStats
+    from train.trajectories import GoldStats
 
     stats = GoldStats()
     rows = [example("A"), example("B"), example("tie"), example("A", wrong=SANTIAGO + " 1541 Valdivia",

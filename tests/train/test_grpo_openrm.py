@@ -27,7 +27,7 @@ def world_dir(tmp_path_factory):
     from retrieval.build_index import build_index
     from toy.tiny import build
     from toy.world import ToyWorld, write_dataset
-    from train import sft_warmup
+    from train.warmup_trainer import parse, train_warmup
 
     root = tmp_path_factory.mktemp("grpo")
     world = ToyWorld(0)
@@ -42,7 +42,7 @@ def world_dir(tmp_path_factory):
             f.write(json.dumps({"prompt": protocol.judge_messages(ex), "completion": [
                 {"role": "assistant", "content": f"<think>I compare them.</think>\n<answer>{verdict}</answer>"}]})
                 + "\n")
-    sft_warmup.main(*sft_warmup.parse([
+    train_warmup(*parse([
         "--dataset", str(root / "warm.jsonl"), "--model_name_or_path", str(root / "tiny"), "--output_dir",
         str(root / "warm"), "--max_steps", "80", "--per_device_train_batch_size", "8", "--learning_rate", "1e-2",
         "--lr_scheduler_type", "constant", "--disable_tqdm", "true",
@@ -77,11 +77,10 @@ def _weights(path: Path) -> dict:
 def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_path, bf16):
     import torch
 
-    from train import grpo_openrm
+    from train.judge_trainer import parse, train_judge
 
-    trainer = grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, tmp_path / "run", "--max_steps", "2",
-                                                        "--trajectory_log", str(tmp_path / "traj.jsonl"),
-                                                        "--bf16", bf16)))
+    trainer = train_judge(*parse(_args(world_dir, tmp_path / "run", "--max_steps", "2",
+                                       "--trajectory_log", str(tmp_path / "traj.jsonl"), "--bf16", bf16)))
     assert trainer.state.global_step == 2
     assert trainer.accelerator.mixed_precision == ("bf16" if bf16 == "true" else "no")
     before, after = _weights(world_dir / "warm"), _weights(tmp_path / "run")
@@ -109,13 +108,13 @@ def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_pat
 def test_resume_continues_the_step_and_the_optimizer(world_dir, tmp_path):
     import torch
 
-    from train import grpo_openrm
+    from train.judge_trainer import parse, train_judge
 
     out = tmp_path / "run"
-    grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, out, "--max_steps", "2", "--save_steps", "1")))
+    train_judge(*parse(_args(world_dir, out, "--max_steps", "2", "--save_steps", "1")))
     assert (out / "checkpoint-1").is_dir() and (out / "checkpoint-2").is_dir()
-    trainer = grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, out, "--max_steps", "3", "--save_steps", "1",
-                                                        "--resume_from_checkpoint", str(out / "checkpoint-2"))))
+    trainer = train_judge(*parse(_args(world_dir, out, "--max_steps", "3", "--save_steps", "1",
+                                       "--resume_from_checkpoint", str(out / "checkpoint-2"))))
     assert trainer.state.global_step == 3
     state = torch.load(out / "checkpoint-3" / "optimizer.pt", weights_only=False)["state"]
     # a fresh optimizer after the resume would have taken 1 step, not 3
@@ -156,9 +155,9 @@ def test_two_cpu_processes_keep_every_group_on_its_own_prompt(world_dir, tmp_pat
 
 
 def test_the_paper_config_builds_its_trainer_arguments():
-    from train import grpo_openrm
+    from train.judge_trainer import parse
 
-    script_args, training_args, model_args = grpo_openrm.parse(
+    script_args, training_args, model_args = parse(
         ["--config", str(ROOT / "configs/grpo_openrm/qwen2.5-7b_paper.yaml"), "--use_cpu", "true", "--bf16",
          "false"])
     assert model_args.model_name_or_path == "Qwen/Qwen2.5-7B-Instruct"
@@ -172,7 +171,7 @@ def test_the_paper_config_builds_its_trainer_arguments():
 
 
 def test_bad_script_arguments_are_clear_errors():
-    from train.grpo_openrm import OpenRMArguments
+    from train.judge_trainer import OpenRMArguments
 
     with pytest.raises(ValueError, match="no --retrievers entry"):
         OpenRMArguments(dataset="x", retrievers=["wiki=/x"])
@@ -187,11 +186,11 @@ def test_interleaved_domains_give_every_step_its_prompts_in_domain_turns(world_d
     """`--interleave_domains`: the prompts come in the seeded domain-by-domain order, not shuffled, so a step of few
     prompts never holds a run of one domain (which pushed one tool up for every question)."""
     from openrm.dataset import interleaved_by_domain, load_judge_examples
-    from train import grpo_openrm
+    from train.judge_trainer import parse, train_judge
 
-    grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, tmp_path / "run", "--max_steps", "2", "--save_steps", "10",
-                                              "--interleave_domains", "true", "--seed", "3",
-                                              "--trajectory_log", str(tmp_path / "traj.jsonl"))))
+    train_judge(*parse(_args(world_dir, tmp_path / "run", "--max_steps", "2", "--save_steps", "10",
+                             "--interleave_domains", "true", "--seed", "3",
+                             "--trajectory_log", str(tmp_path / "traj.jsonl"))))
     records = [json.loads(line) for line in (tmp_path / "traj.rank0.jsonl").read_text().splitlines()]
     seen = list(dict.fromkeys(r["id"] for r in records))  # each prompt once, in training order
     examples = load_judge_examples(world_dir / "data" / "dataset", "train").select(range(48))
@@ -205,11 +204,11 @@ def test_interleaved_domains_give_every_step_its_prompts_in_domain_turns(world_d
 def test_both_orders_puts_each_pair_in_one_batch_and_pays_only_what_the_other_order_confirms(world_dir, tmp_path):
     """`--both_orders`: every generation batch holds each of its pairs as given and swapped, and a completion's R_EM
     is its own verdict's times the share of the other order's completions that are right."""
-    from train import grpo_openrm
+    from train.judge_trainer import parse, train_judge
 
-    trainer = grpo_openrm.main(*grpo_openrm.parse(_args(world_dir, tmp_path / "run", "--max_steps", "2",
-                                                        "--save_steps", "10", "--both_orders", "true",
-                                                        "--trajectory_log", str(tmp_path / "traj.jsonl"))))
+    trainer = train_judge(*parse(_args(world_dir, tmp_path / "run", "--max_steps", "2",
+                                       "--save_steps", "10", "--both_orders", "true",
+                                       "--trajectory_log", str(tmp_path / "traj.jsonl"))))
     records = [json.loads(line) for line in (tmp_path / "traj.rank0.jsonl").read_text().splitlines()]
     assert len(records) == 2 * 4 * N_GEN
     for step in (0, 1):
@@ -229,7 +228,7 @@ def test_both_orders_puts_each_pair_in_one_batch_and_pays_only_what_the_other_or
 def test_both_orders_refuses_a_layout_that_splits_pairs():
     from types import SimpleNamespace
 
-    from train.grpo_openrm import check_both_orders_layout
+    from train.judge_trainer import check_both_orders_layout
 
     ok = SimpleNamespace(per_device_train_batch_size=8, steps_per_generation=None, gradient_accumulation_steps=1,
                          num_generations=4, world_size=1)

@@ -27,7 +27,7 @@ def policy_dir(tmp_path_factory):
     from toy.policy_task import ToyPolicyTask
     from toy.tiny import TinyConfig, build
     from toy.world import ToyWorld
-    from train import sft_warmup
+    from train.warmup_trainer import parse, train_warmup
 
     root = tmp_path_factory.mktemp("policy")
     task = ToyPolicyTask(ToyWorld(0), 16)
@@ -39,7 +39,7 @@ def policy_dir(tmp_path_factory):
             f.write(json.dumps(record) + "\n")
     build(root / "tiny", TinyConfig(tokenizer="words", hidden_size=32, intermediate_size=64, num_heads=2,
                                     num_kv_heads=1, vocab_size=1024))
-    sft_warmup.main(*sft_warmup.parse([
+    train_warmup(*parse([
         "--dataset", str(root / "sft.jsonl"), "--model_name_or_path", str(root / "tiny"), "--output_dir",
         str(root / "warm"), "--max_steps", "40", "--per_device_train_batch_size", "16", "--learning_rate", "1e-2",
         "--lr_scheduler_type", "constant", "--disable_tqdm", "true", "--save_strategy", "no", "--report_to", "none",
@@ -55,9 +55,9 @@ def _args(root: Path, out: Path, *extra: str) -> list[str]:
 
 
 def _run(root: Path, out: Path, *extra: str):
-    from train import grpo_policy
+    from train.policy_trainer import parse, train_policy
 
-    return grpo_policy.main(*grpo_policy.parse(_args(root, out, *extra)))
+    return train_policy(*parse(_args(root, out, *extra)))
 
 
 def _matches(out: Path) -> list[dict]:
@@ -172,11 +172,11 @@ def test_two_cpu_processes_judge_every_group_whole_once(policy_dir, tmp_path):
 
 
 def test_the_paper_configs_carry_the_papers_values():
-    from train import grpo_policy
+    from train.policy_trainer import parse
 
     def load(name):
-        return grpo_policy.parse(["--config", str(ROOT / f"configs/grpo_policy/{name}.yaml"), "--use_cpu", "true",
-                                  "--bf16", "false"])
+        return parse(["--config", str(ROOT / f"configs/grpo_policy/{name}.yaml"), "--use_cpu", "true",
+                      "--bf16", "false"])
 
     s, t, m = load("tournament_grpo")
     assert (s.topology, s.shaping, s.group_judge, s.judge) == ("multi_round", "min_max", "rubric", "none")
@@ -210,7 +210,7 @@ def test_the_paper_configs_carry_the_papers_values():
 
 
 def test_bad_policy_arguments_are_clear_errors():
-    from train.grpo_policy import PolicyArguments
+    from train.policy_trainer import PolicyArguments
 
     with pytest.raises(ValueError, match="--judge is required"):  # no toy default behind a forgotten flag
         PolicyArguments(dataset="x")
@@ -282,7 +282,7 @@ def agent_dir(tmp_path_factory):
     from toy.agent_task import ToyAgentTask
     from toy.tiny import build
     from toy.world import ToyWorld
-    from train import sft_warmup
+    from train.warmup_trainer import parse, train_warmup
 
     root = tmp_path_factory.mktemp("agent")
     world = ToyWorld(0)
@@ -297,7 +297,7 @@ def agent_dir(tmp_path_factory):
     for name in ("wiki", "arxiv"):
         build_index(root / "corpora" / f"{name}.tsv", "bm25", root / "indexes" / name, progress=False)
     build(root / "tiny")
-    sft_warmup.main(*sft_warmup.parse([
+    train_warmup(*parse([
         "--dataset", str(root / "sft.jsonl"), "--model_name_or_path", str(root / "tiny"), "--output_dir",
         str(root / "warm"), "--max_steps", "60", "--per_device_train_batch_size", "8", "--learning_rate", "1e-2",
         "--lr_scheduler_type", "constant", "--disable_tqdm", "true", "--save_strategy", "no", "--report_to", "none",
@@ -310,7 +310,7 @@ def test_a_search_agent_searches_with_masked_evidence_and_its_judge_sees_only_th
                                                                                               monkeypatch):
     from openrm.agent import sample_agent_answers
     from toy.oracle import ToyOracle
-    from train import grpo_policy
+    from train.policy_trainer import parse, train_policy
 
     seen = []
     compare = ToyOracle.compare_many
@@ -324,7 +324,7 @@ def test_a_search_agent_searches_with_masked_evidence_and_its_judge_sees_only_th
     for s in (s for g in samples for s in g):
         assert "<information>" not in s["answer"] and s["tokens"] <= len(s["text"])
     out = tmp_path / "run"
-    trainer = grpo_policy.main(*grpo_policy.parse([
+    trainer = train_policy(*parse([
         "--config", str(ROOT / "configs/grpo_policy/tiny_cpu.yaml"), "--model_name_or_path", str(root / "warm"),
         "--dataset", str(root / "prompts.jsonl"), "--output_dir", str(out), "--per_device_train_batch_size", "16",
         "--num_generations", str(N_GEN), "--max_completion_length", "160", "--logging_steps", "1", "--max_steps", "1",
@@ -342,7 +342,7 @@ def test_a_search_agent_searches_with_masked_evidence_and_its_judge_sees_only_th
 
 
 def test_a_search_agents_arguments_are_checked():
-    from train.grpo_policy import PolicyArguments
+    from train.policy_trainer import PolicyArguments
 
     with pytest.raises(ValueError, match="no --policy_retrievers entry serves"):
         PolicyArguments(dataset="x", judge="toy-oracle", policy_retrievers=["wiki=runs/wiki"])
@@ -374,7 +374,7 @@ def test_a_packaged_model_name_is_a_match_judge(monkeypatch, tmp_path):
     assert loaded == [(str(prepared), {"wiki": "idx/wiki"})] and pairwise.orders == 2
 
     # --judge_options: run settings over the card's, e.g. a trained judge's budget for the zero-shot model
-    from train.grpo_policy import PolicyArguments
+    from train.policy_trainer import PolicyArguments
 
     seen = []
     monkeypatch.setattr(judge_module.Judge, "from_pretrained",

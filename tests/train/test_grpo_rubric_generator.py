@@ -75,11 +75,11 @@ def test_two_grpo_steps_change_the_weights_and_log_every_component(generator_dir
     from toy.rubric_scorer import ToyScorer, scorer_app
     from toy.rubric_task import toy_entities
     from toy.world import ToyWorld
-    from train import grpo_rubric_generator as g
+    from train import rubric_trainer as g
 
     out = tmp_path / "run"
     with serve(scorer_app(ToyScorer(toy_entities(ToyWorld(0))))) as url:
-        trainer = g.main(*g.parse([
+        trainer = g.train_rubric_generator(*g.parse([
             "--config", str(ROOT / "configs/grpo_rubric_generator/tiny_cpu.yaml"),
             "--model_name_or_path", str(generator_dir / "warm"), "--dataset", str(generator_dir / "triplets.jsonl"),
             "--output_dir", str(out), "--scorer", "server", "--scorer_server", f"{url}/v1", "--scorer_model", "toy",
@@ -109,7 +109,7 @@ def test_two_grpo_steps_change_the_weights_and_log_every_component(generator_dir
 
 
 def test_paper_config_carries_the_papers_values():
-    from train import grpo_rubric_generator as g
+    from train import rubric_trainer as g
 
     # on a machine without a GPU, TrainingArguments refuses bf16 unless told the run is on CPU
     script, training, model = g.parse(["--config", str(ROOT / "configs/grpo_rubric_generator/qwen3-14b_paper.yaml"),
@@ -129,7 +129,7 @@ def test_paper_config_carries_the_papers_values():
     (["--scorer", "oracle"], "scorer must be"),
 ])
 def test_bad_arguments_are_refused(flags, match):
-    from train import grpo_rubric_generator as g
+    from train import rubric_trainer as g
 
     with pytest.raises(ValueError, match=match):
         g.parse(["--dataset", "x.jsonl", "--output_dir", "/tmp/unused", "--use_cpu", "true", *flags])

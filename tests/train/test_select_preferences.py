@@ -17,7 +17,8 @@ import pytest
 from eval.candidate_sets import load_candidate_sets
 from eval.judging import VerdictStore
 from eval.preference_sets import load_preference_sets
-from train.select_preferences import SelectArguments, main, run
+from train.preference_selection import SelectArguments, run
+from train.select_preferences import main
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "eval" / "fixtures"
@@ -109,7 +110,7 @@ def test_sets_of_more_than_two_play_a_tournament_best_and_worst(tmp_path, rating
 
 
 def test_toy_oracle_through_the_command_line(tmp_path):
-    from toy.candidates import toy_candidate_rows
+    from toy.candidate_sets import toy_candidate_rows
     from toy.world import ToyWorld
 
     rows = toy_candidate_rows(ToyWorld(0), 8, 4)

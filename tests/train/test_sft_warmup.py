@@ -11,7 +11,7 @@ from openrm import protocol
 from openrm.rollout import information_ids, prompt_token_ids, split_information, tokenize_record
 from openrm.tools import ToolResult
 from toy.world import ToyWorld
-from train.sft_warmup import main, parse
+from train.warmup_trainer import parse, train_warmup
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +69,12 @@ def test_warmup_trains_on_masked_records_and_rejects_bad_completions(tiny, gold,
     common = ["--model_name_or_path", str(path), "--max_steps", "2", "--per_device_train_batch_size", "2",
               "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
               "--disable_tqdm", "true"]
-    main(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), *common]))
+    train_warmup(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), *common]))
     assert (tmp_path / "out" / "model.safetensors").is_file()
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt": gold[0][0], "completion": [{"role": "user", "content": "x"}]}) + "\n")
     with pytest.raises(ValueError, match="bad.jsonl: each completion must be one assistant message"):
-        main(*parse(["--dataset", str(bad), "--output_dir", str(tmp_path / "bad"), *common]))
+        train_warmup(*parse(["--dataset", str(bad), "--output_dir", str(tmp_path / "bad"), *common]))
 
 
 def test_tokenized_records_mix_with_chat_records_and_bad_ones_are_refused(tiny, gold, tmp_path):
@@ -92,14 +92,14 @@ def test_tokenized_records_mix_with_chat_records_and_bad_ones_are_refused(tiny, 
     common = ["--model_name_or_path", str(path), "--max_steps", "2", "--per_device_train_batch_size", "2",
               "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
               "--disable_tqdm", "true"]
-    main(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), *common]))
+    train_warmup(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), *common]))
     assert (tmp_path / "out" / "model.safetensors").is_file()
     for bad_drill in ({**drill, "completion_mask": drill["completion_mask"][:-1]},
                       {**drill, "input_ids": [len(tok) + 5] * len(words * 2)}):
         bad = tmp_path / "bad.jsonl"
         bad.write_text(json.dumps(bad_drill) + "\n")
         with pytest.raises(ValueError, match="bad.jsonl: a tokenized record needs input_ids"):
-            main(*parse(["--dataset", str(bad), "--output_dir", str(tmp_path / "bad"), *common]))
+            train_warmup(*parse(["--dataset", str(bad), "--output_dir", str(tmp_path / "bad"), *common]))
 
 
 def test_plain_lm_head_gives_the_fused_heads_loss_and_trains(tiny, gold, tmp_path):
@@ -141,10 +141,10 @@ def test_plain_lm_head_gives_the_fused_heads_loss_and_trains(tiny, gold, tmp_pat
     data.write_text("".join(json.dumps({"prompt": m, "completion": [{"role": "assistant", "content": c}]}) + "\n"
                             for m, c in gold))
     before = AutoModelForCausalLM.from_pretrained(path).state_dict()
-    main(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), "--lm_head", "plain",
-                 "--model_name_or_path", str(path), "--max_steps", "2", "--per_device_train_batch_size", "2",
-                 "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
-                 "--disable_tqdm", "true"]))
+    train_warmup(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), "--lm_head", "plain",
+                         "--model_name_or_path", str(path), "--max_steps", "2", "--per_device_train_batch_size", "2",
+                         "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
+                         "--disable_tqdm", "true"]))
     after = AutoModelForCausalLM.from_pretrained(tmp_path / "out").state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)
 
@@ -152,7 +152,7 @@ def test_plain_lm_head_gives_the_fused_heads_loss_and_trains(tiny, gold, tmp_pat
 def test_sorted_within_steps_keeps_each_steps_records_and_sorts_them():
     from datasets import Dataset
 
-    from train.sft_warmup import sorted_within_steps
+    from train.warmup_trainer import sorted_within_steps
 
     lengths = [5, 2, 9, 1, 7, 3, 8, 4, 6]
     data = Dataset.from_dict({"completion_mask": [[1] * n for n in lengths], "tag": list(range(len(lengths)))})
@@ -181,10 +181,10 @@ def test_sorted_micro_batches_take_the_same_step_as_one_batch(tiny, gold, tmp_pa
               "--learning_rate", "0.5", "--lr_scheduler_type", "constant", "--lm_head", "plain",
               "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
               "--bf16", "false", "--disable_tqdm", "true"]  # float32 throughout: the two steps must agree exactly
-    main(*parse([*common, "--output_dir", str(tmp_path / "one"), "--per_device_train_batch_size", "4",
-                 "--train_sampling_strategy", "sequential"]))
-    main(*parse([*common, "--output_dir", str(tmp_path / "two"), "--per_device_train_batch_size", "2",
-                 "--gradient_accumulation_steps", "2", "--sort_within_steps", "true"]))
+    train_warmup(*parse([*common, "--output_dir", str(tmp_path / "one"), "--per_device_train_batch_size", "4",
+                         "--train_sampling_strategy", "sequential"]))
+    train_warmup(*parse([*common, "--output_dir", str(tmp_path / "two"), "--per_device_train_batch_size", "2",
+                         "--gradient_accumulation_steps", "2", "--sort_within_steps", "true"]))
     start, one, two = (load_file(p / "model.safetensors") for p in (path, tmp_path / "one", tmp_path / "two"))
     assert any(not torch.equal(start[k], one[k]) for k in start)  # the step moved the weights
     for k in one:
@@ -200,9 +200,10 @@ def test_sorted_within_steps_refuses_more_than_one_process(tiny, gold, tmp_path,
                             for m, c in gold))
     monkeypatch.setattr(TrainingArguments, "world_size", property(lambda self: 2))  # as under accelerate launch
     with pytest.raises(ValueError, match="sort_within_steps runs in one process"):
-        main(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"), "--model_name_or_path", str(path),
-                     "--max_steps", "1", "--per_device_train_batch_size", "2", "--sort_within_steps", "true",
-                     "--report_to", "none", "--use_cpu", "true", "--dtype", "float32"]))
+        train_warmup(*parse(["--dataset", str(data), "--output_dir", str(tmp_path / "out"),
+                             "--model_name_or_path", str(path), "--max_steps", "1", "--per_device_train_batch_size",
+                             "2", "--sort_within_steps", "true", "--report_to", "none", "--use_cpu", "true",
+                             "--dtype", "float32"]))
     assert not (tmp_path / "out" / "model.safetensors").exists()
 
 
@@ -224,7 +225,7 @@ def test_verdict_positions_are_letters_between_a_tag_end_and_a_closing_tag():
 
 
 def test_verdict_weight_is_checked(tmp_path):
-    from train.sft_warmup import WarmupArguments
+    from train.warmup_trainer import WarmupArguments
 
     data = tmp_path / "d.jsonl"
     data.write_text("{}\n")

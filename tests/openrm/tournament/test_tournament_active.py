@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval.best_of_n import expected_calls
+from eval.picks import expected_calls
 from openrm.tournament import (
     SHAPINGS,
     TOPOLOGIES,
@@ -23,7 +23,7 @@ from openrm.tournament import (
     bt_laplace,
     fit_bradley_terry,
 )
-from train.grpo_policy import PolicyArguments
+from train.policy_trainer import PolicyArguments
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -217,11 +217,11 @@ def test_policy_training_and_best_of_n_can_build_and_budget_it():
 
 
 def test_the_active_policy_config_plays_half_of_round_robin_and_the_command_line_overrides_its_budget():
-    from train import grpo_policy
+    from train.policy_trainer import parse
 
     config = ["--config", str(ROOT / "configs/grpo_policy/active.yaml"), "--use_cpu", "true", "--bf16", "false"]
-    s, t, _ = grpo_policy.parse(config)
+    s, t, _ = parse(config)
     assert s.topology_obj == Active(budget=14)
     assert 2 * s.topology_obj.matches(t.num_generations) == RoundRobin().matches(t.num_generations)
-    s, _, _ = grpo_policy.parse([*config, "--topology_options", '{"share": 0.75, "rule": "closeness"}'])
+    s, _, _ = parse([*config, "--topology_options", '{"share": 0.75, "rule": "closeness"}'])
     assert s.topology_obj == Active(share=0.75, rule="closeness")
