@@ -62,8 +62,12 @@ def _joined(blocks: list[list[str]]) -> list[list[str]]:
 
 
 def trl_parsed(module: str) -> bool:
-    """TRL's TrlParser takes `--config FILE` (the YAML whose keys are the flags) without listing it in `--help`."""
-    return "TrlParser" in (ROOT / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+    """TRL's TrlParser takes `--config FILE` (the YAML whose keys are the flags) without listing it in `--help`. A
+    command parses with it when its module, or a module of this tree it imports from (its library), names it."""
+    source = (ROOT / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+    imported = re.findall(r"^from ((?:train|eval|toy|data_synthesis|openrm)\.\w+) import", source, re.MULTILINE)
+    return any("TrlParser" in (ROOT / (m.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+               for m in (module, *imported))
 
 
 @cache
