@@ -248,6 +248,8 @@ def main() -> None:
     judge = ["--judge", args.judge, "--world_seed", str(args.world)]
     if args.judge_retrievers:
         judge += ["--retrievers", *args.judge_retrievers]
+    elif args.judge != "toy-oracle":  # a judge folder without search
+        judge += ["--no_tools", "true"]
     agent = ["--policy_retrievers", *[f"{k}={v}" for k, v in locations.items()]]
     for topology in args.topologies:
         for seed in args.seeds:

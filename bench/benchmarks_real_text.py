@@ -71,7 +71,8 @@ def main() -> None:
             t = time.perf_counter()
             r = evaluate(EvalArguments(
                 judge=path, benchmark=bench, data=str(data), out=str(out),
-                max_completion_tokens=args.max_completion_tokens, chunk_size=8, no_tools=no_tools,
+                judge_max_completion_tokens=args.max_completion_tokens, chunk_size=8, judge_batch_size=16,
+                no_tools=no_tools,
                 retrievers=[] if no_tools else [f"wiki={index}", f"arxiv={index}"]))
             print(markdown(r))
             j = r["judging"]

@@ -72,8 +72,8 @@ def main() -> None:
     data = write_task(task, out / "data", qs.samples_per_question, qs.seed)
     warm = warm_up(tiny_policy(out / "tiny-policy", qs.tiny_config()), data, out / "warm", qs.sft_steps,
                    qs.sft_learning_rate, qs.seed)
-    judge = ["--judge", args.judge_path, "--retrievers", *args.retrievers] \
-        if args.judge_path else []
+    judge = ["--judge", args.judge_path, *(["--retrievers", *args.retrievers] if args.retrievers
+                                           else ["--no_tools", "true"])] if args.judge_path else []
     tag = "openrm-judge" if args.judge_path else "oracle"
     results: dict[str, list[dict]] = {}
     for topology in args.topologies:

@@ -334,7 +334,7 @@ def judge_row(name: str, folder: Path, dataset: Path, test: list[dict], retrieve
     no_search, retrieved = name.endswith("no search"), name.endswith("retrieve-then-judge")
     r = evaluate(EvalArguments(
         judge=str(folder), benchmark="in-domain", data=str(dataset), split="test", out=str(out), chunk_size=16,
-        seed=args.seed, device="cuda" if on_gpu() else "cpu",  # the warm-up trained there too (toy.warmup.run_sft)
+        seed=args.seed, judge_device="cuda" if on_gpu() else "cpu",  # where the warm-up trained (toy.warmup.run_sft)
         limit=args.eval_limit or None, no_tools=no_search,
         retrievers=[] if no_search else [f"{k}={v}" for k, v in retrievers.items()], retrieve_then_judge=retrieved,
         **({"evidence_tokens": int(settings["max_information_tokens"])} if retrieved else {})))

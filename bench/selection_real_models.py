@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from data_synthesis.pairs import preference_rows  # noqa: E402
-from eval.judge_args import is_plugin_judge  # noqa: E402
 from eval.metrics import bootstrap_ci  # noqa: E402
 from eval.preference_sets import load_preference_sets  # noqa: E402
+from openrm.judge_spec import is_plugin_judge  # noqa: E402
 from plumbing import atomic  # noqa: E402
 
 logger = logging.getLogger("selection_real_models")
@@ -136,8 +136,8 @@ def _run_select(data: Path, judge: str, retrievers: list[str], no_tools: bool, o
     else:
         select = SelectArguments(data=str(data), out=str(out), judge=judge, no_tools=no_tools,
                                  retrievers=[] if no_tools else retrievers, on_tie="drop", seed=args.seed,
-                                 batch_size=args.batch_size, chunk_size=args.chunk_size,
-                                 max_new_tokens=args.max_new_tokens)
+                                 batch_size=args.batch_size, judge_batch_size=2 * args.chunk_size,
+                                 judge_max_new_tokens=args.max_new_tokens)
     return run(select)
 
 

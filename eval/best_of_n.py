@@ -5,7 +5,7 @@
         --topologies round_robin swiss seeded_single_elimination --budget 12 --out runs/bon/uf
     python -m eval.best_of_n --data runs/bon/toy.jsonl --judge toy-oracle --world_seed 0 --out runs/bon/toy
 
-The judge's flags are eval.judge_args.JudgeArguments, as in eval.run and train.select_preferences. Writes
+The judge's flags are openrm.judge_spec.JudgeSpec's, as in every command that judges. Writes
 picks.jsonl, results.json and report.md; the run is `eval.picks`'.
 """
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval import loaders, metrics, scorecard
-from eval.judge_args import JudgeArguments
 from eval.judging import VerdictStore, judge_examples
 from eval.predictions import PREDICTION_PRESETS, PredictionFormat, read_predictions
 from eval.settings import VerdictSettings
 from openrm.evidence import Evidence
+from openrm.judge_spec import JudgeSpec
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def _pairs(text: str, what: str) -> dict[str, str]:
 
 
 @dataclass
-class EvalArguments(JudgeArguments):
+class EvalArguments(JudgeSpec):
     benchmark: str = field(metadata={"help": f"one of {loaders.BENCHMARKS}"})
     data: str = field(metadata={"help": "benchmark file or HF dataset folder (JSON, JSONL, parquet, save_to_disk)"})
     out: str = field(metadata={"help": "output folder (results.json, verdicts.jsonl, report.md, report.png)"})
@@ -51,7 +51,8 @@ class EvalArguments(JudgeArguments):
     tie_policy: str = field(default="half", metadata={"help": f"tie on an A/B item: {metrics.POLICIES}"})
     failure_policy: str = field(default="wrong", metadata={"help": f"parse failure: {metrics.POLICIES}"})
     bootstrap: int = field(default=1000, metadata={"help": "bootstrap resamples for the 95%% intervals"})
-    concurrency: int = field(default=1, metadata={"help": "judge calls in flight (use > 1 with --server)"})
+    chunk_size: int = field(default=16, metadata={"help": "pairs per judge call (and per checkpoint of progress)"})
+    concurrency: int = field(default=1, metadata={"help": "judge calls in flight (use > 1 with --judge_server)"})
     evidence_tokens: int = field(default=512, metadata={"help": "retrieve-then-judge: token budget of passages"})
     fields: str | None = field(default=None, metadata={
         "help": "--benchmark pairwise: question=F,answer_a=F,answer_b=F,label=F[,id=F,subset=F,context=F]"})
@@ -61,19 +62,30 @@ class EvalArguments(JudgeArguments):
         if self.benchmark not in loaders.BENCHMARKS:
             raise ValueError(f"--benchmark must be one of {loaders.BENCHMARKS}, got {self.benchmark!r}")
         super().__post_init__()
-        if self.plugin:
+        if bool(self.judge) == bool(self.predictions):
+            raise ValueError("give exactly one of --judge and --predictions")
+        if self.judge and not self.model_judge:
             raise ValueError(f"--judge {self.judge} is a match judge for tournaments; eval.run judges with a model")
+        if self.retrieve_then_judge and (self.no_tools or not self.retrievers):
+            raise ValueError("--retrieve_then_judge needs --retrievers CORPUS=LOCATION and is not --no_tools")
         metrics.check_policy("--tie_policy", self.tie_policy)
         metrics.check_policy("--failure_policy", self.failure_policy)
         if self.predictions_format not in (*PREDICTION_PRESETS, "custom"):
             raise ValueError(f"--predictions_format must be one of {sorted(PREDICTION_PRESETS)} or custom")
         if self.predictions_format == "custom" and not (self.id_field and self.verdict_field and self.verdict_values):
             raise ValueError("--predictions_format custom needs --id_field, --verdict_field and --verdict_values")
-        for name in ("concurrency", "bootstrap", "evidence_tokens"):
+        for name in ("chunk_size", "concurrency", "bootstrap", "evidence_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name} must be >= 1")
         if self.limit is not None and self.limit < 1:
             raise ValueError("--limit must be >= 1")
+
+    @property
+    def mode(self) -> str:
+        """predictions | retrieve-then-judge | the judge's own mode (tools, no-tools): what a run record stores."""
+        if self.predictions:
+            return "predictions"
+        return "retrieve-then-judge" if self.retrieve_then_judge else super().mode
 
     def spec(self) -> loaders.PairwiseSpec | None:
         if self.benchmark != "pairwise":
@@ -89,15 +101,15 @@ class EvalArguments(JudgeArguments):
 
 
 def build_judge(args: EvalArguments):
-    """The judge of `args` (JudgeArguments.open_judge), and the evidence retriever of retrieve-then-judge."""
+    """The judge of `args` (JudgeSpec.open_judge), and the evidence retriever of retrieve-then-judge."""
     retrievers = args.locations
-    judge = args.open_judge()
+    judge = args.open_judge(search=args.mode == "tools")
     evidence = None
     if args.mode == "retrieve-then-judge":
         from openrm.card import JudgeCard
         from openrm.tools import ToolBox
 
-        card = JudgeCard.read(args.tokenizer or args.judge) or JudgeCard()
+        card = JudgeCard.read(args.judge) or JudgeCard()
         specs = [t for t in card.tool_specs() if t.corpus in retrievers] or list(card.tool_specs())
         evidence = Evidence(ToolBox.from_locations({t.corpus: retrievers[t.corpus] for t in specs}, specs, card.topk),
                             judge.tokenizer, args.evidence_tokens)
@@ -133,11 +145,11 @@ def evaluate(args: EvalArguments) -> dict:
                 evidence.toolbox.close()
         records = store.records
         predictions = {i: r["prediction"] for i, r in records.items()}
-        judge_name = Path(args.judge or args.tokenizer).name
+        judge_name = Path(args.judge).name
     results = scorecard.score(args.benchmark, loaded.examples, predictions, records, args.tie_policy,
                            args.failure_policy, args.seed, args.bootstrap)
     if records is not None:
-        results["judging"]["context_policy"] = args.context_policy
+        results["judging"]["context_policy"] = args.judge_context_policy
     results.update({"judge": judge_name, "mode": args.mode, "data": args.data, "notes": loaded.notes,
                     "skipped": loaded.skip_summary(), "adjusted_answers": loaded.coercion_summary()})
     paths = scorecard.write(results, out)

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from eval.candidate_sets import RATINGS, CandidateSet, load_candidate_sets
-from eval.judge_args import JudgeArguments
 from eval.judging import VerdictStore
 from eval.settings import VerdictSettings, data_sha256
+from openrm.judge_spec import JudgeSpec
 from openrm.tournament import TOPOLOGIES, Arena, Group, PairwiseGroupJudge, TournamentResult
 from plumbing import atomic
 from plumbing.arguments import Collect
@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class BestOfNArguments(JudgeArguments):
+class BestOfNArguments(JudgeSpec):
     data: str = field(metadata={"help": "candidate sets: our JSONL (id, question, candidates, ratings) or "
                                         "UltraFeedback-shaped rows (instruction, completions); JSON/JSONL/parquet"})
     out: str = field(metadata={"help": "output folder (picks.jsonl, run.json, results.json, report.md)"})
@@ -44,6 +44,8 @@ class BestOfNArguments(JudgeArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        if not self.judge or self.judge == "none":
+            raise ValueError("--judge is required: an exported judge folder or an installed match judge kind")
         unknown = [t for t in self.topologies if t not in TOPOLOGIES]
         if unknown or not self.topologies:
             raise ValueError(f"--topologies must name some of {sorted(TOPOLOGIES)}, got {self.topologies}")
@@ -69,9 +71,9 @@ class BestOfNSettings(VerdictSettings):
     @classmethod
     def of(cls, args: BestOfNArguments) -> BestOfNSettings:
         return cls("best_of_n", data_sha256(args.data), args.split, args.seed, None, args.mode, args.judge_id(),
-                   dict(sorted(args.locations.items())) if args.mode == "tools" else {}, args.max_completion_tokens,
-                   args.max_new_tokens, None, args.context_policy, args.max_context_tokens, args.rating,
-                   args.world_seed)
+                   dict(sorted(args.locations.items())) if args.mode == "tools" else {},
+                   args.judge_max_completion_tokens, args.judge_max_new_tokens, None, args.judge_context_policy,
+                   args.judge_max_context_tokens, args.rating, args.world_seed)
 
 
 def expected_calls(topology: Any, ks: Sequence[int], orders: int) -> float:
@@ -168,10 +170,10 @@ def run(args: BestOfNArguments, pairwise: Any = None) -> dict[str, Any]:
     BestOfNSettings.of(args).check_or_write(out, has_verdicts=len(store) > 0)
     close = None
     if pairwise is None:
-        pairwise, close = args.open_match_judge([s.question for s in sets])
+        pairwise, close = args.open_match([{"question": s.question} for s in sets])
     arena = Arena(pairwise=pairwise, group=PairwiseGroupJudge(pairwise), seed=args.seed)
     ks = [len(s.candidates) for s in sets]
-    results: dict[str, Any] = {"data": args.data, "judge": args.judge or args.server, "mode": args.mode,
+    results: dict[str, Any] = {"data": args.data, "judge": args.judge, "mode": args.mode,
                                "rating": args.rating, "seed": args.seed, "budget": args.budget,
                                "judge_orders": pairwise.orders, "candidate_sets": loaded.summary(),
                                "gold_top_ties": sum(s.ratings is not None and len(s.best) > 1 for s in sets),

@@ -49,8 +49,9 @@ class SelectionSettings(VerdictSettings):
                  else args.judge_id())
         spec = ",".join(f"{k}={v}" for k, v in sorted(args.field_map.items())) or None
         return cls("select_preferences", data_sha256(args.data), args.split, args.seed, spec, args.mode, judge,
-                   dict(sorted(args.locations.items())) if args.mode == "tools" else {}, args.max_completion_tokens,
-                   args.max_new_tokens, None, args.context_policy, args.max_context_tokens, args.topology,
+                   dict(sorted(args.locations.items())) if args.mode == "tools" else {},
+                   args.judge_max_completion_tokens, args.judge_max_new_tokens, None, args.judge_context_policy,
+                   args.judge_max_context_tokens, args.topology,
                    args.rating, args.world_seed, data_sha256(args.predictions) if args.predictions else None)
 
 

@@ -58,9 +58,9 @@ class VerdictSettings:
         searches = args.mode in ("tools", "retrieve-then-judge")
         spec = f"fields={args.fields} labels={args.labels}" if args.benchmark == "pairwise" else None
         return cls(args.benchmark, data_sha256(args.data), args.split, args.seed, spec, args.mode, judge,
-                   dict(sorted(args.locations.items())) if searches else {}, args.max_completion_tokens,
-                   args.max_new_tokens, args.evidence_tokens if args.mode == "retrieve-then-judge" else None,
-                   args.context_policy, args.max_context_tokens)
+                   dict(sorted(args.locations.items())) if searches else {}, args.judge_max_completion_tokens,
+                   args.judge_max_new_tokens, args.evidence_tokens if args.mode == "retrieve-then-judge" else None,
+                   args.judge_context_policy, args.judge_max_context_tokens)
 
     def differences(self, other: dict[str, Any]) -> list[str]:
         mine = asdict(self)

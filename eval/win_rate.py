@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from openrm.judge_spec import JudgeSpec, judge_kinds
 from openrm.tournament.judges import checked_p
-from openrm.tournament.match_judge import MatchJudgeSpec, judge_kind, pairwise_kinds
-from plumbing.arguments import Collect
 
 logger = logging.getLogger(__name__)
 
@@ -87,43 +86,39 @@ def head_to_head(judge: Any, questions: Sequence[str], answers: Sequence[Sequenc
 
 
 @dataclass
-class HeadToHeadArguments:
+class HeadToHeadArguments(JudgeSpec):
     policy: str = field(metadata={"help": "Checkpoint whose win rate is reported."})
     baseline: str = field(metadata={"help": "Checkpoint it plays against (e.g. its step-0 self)."})
     prompts: str = field(metadata={"help": "JSONL of prompt rows (prompt, question; meta for a plugin judge)."})
     out: str = field(default="", metadata={"help": "Folder for head_to_head.json and the sampled answers."})
-    judge: str = field(default="", metadata={"help": "Match judge (required): an exported judge folder or an "
-                                                     "installed match judge kind (e.g. toy-oracle)."})
-    retrievers: list[str] = field(default_factory=list, metadata={"help": "CORPUS=LOCATION for the judge's tools.",
-                                                                  "action": Collect})
-    world_seed: int = field(default=0, metadata={"help": "A plugin judge's world (toy-oracle: the prompts' world)."})
     samples: int = field(default=4, metadata={"help": "Answers per prompt from each policy."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of both policies (0 = greedy)."})
     max_new_tokens: int = field(default=32, metadata={"help": "Answer length cap."})
     seed: int = field(default=0, metadata={"help": "Sampling and bootstrap seed."})
 
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.judge or self.judge == "none":
+            raise ValueError(f"--judge is required: an exported judge folder or one of {judge_kinds()[1:]}")
+
 
 def run(args: HeadToHeadArguments) -> HeadToHead:
     """Sample both checkpoints on the prompts, judge the answers head to head, and write head_to_head.json and
     answers.jsonl under `args.out` (when given); the result."""
-    from openrm.tournament.match_judge import build_pairwise
-    from retrieval.retriever import parse_locations
-
-    if not args.judge:
-        raise ValueError(f"--judge is required: an exported judge folder or one of {pairwise_kinds()}")
     rows = [json.loads(line) for line in Path(args.prompts).read_text(encoding="utf-8").splitlines() if line.strip()]
     if not rows:
         raise ValueError(f"{args.prompts}: no prompt rows")
-    kind = judge_kind(args.judge)
-    spec = MatchJudgeSpec(kind=kind, path=args.judge if kind.startswith("openrm") else "", world_seed=args.world_seed,
-                          retrievers=parse_locations(args.retrievers) if args.retrievers else {})
-    judge = build_pairwise(spec, rows)
+    judge, close = args.open_match(rows)
     prompts = [r["prompt"] for r in rows]
     questions = [r.get("question") or r["prompt"] for r in rows]
     mine = sample_answers(args.policy, prompts, args.samples, args.temperature, args.max_new_tokens, args.seed)
     theirs = sample_answers(args.baseline, prompts, args.samples, args.temperature, args.max_new_tokens,
                             args.seed + 1)
-    result = head_to_head(judge, questions, mine, theirs, seed=args.seed)
+    try:
+        result = head_to_head(judge, questions, mine, theirs, seed=args.seed)
+    finally:
+        if close is not None:
+            close()
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

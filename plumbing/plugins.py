@@ -16,7 +16,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
-MATCH_JUDGES = "openrm.match_judges"  # build(spec: MatchJudgeSpec, rows: Sequence[Mapping]) -> pairwise judge
+MATCH_JUDGES = "openrm.match_judges"  # build(spec: openrm.judge_spec.JudgeSpec, rows) -> pairwise judge
 SCORERS = "openrm.scorers"  # build(spec: ScorerSpec) -> Scorer
 SYNTHESIS_ORACLES = "openrm.synthesis_oracles"  # build(seed: int) -> an oracle (data_synthesis.build_dataset)
 

@@ -12,10 +12,9 @@ import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from openrm.judge_spec import JudgeSpec, judge_kinds
 from openrm.rubrics.scorer_spec import ScorerSpec, scorer_kinds
 from openrm.tournament import SHAPINGS, TOPOLOGIES
-from openrm.tournament.match_judge import GROUP_KINDS, MatchJudgeSpec, judge_kind
-from plumbing import plugins
 from plumbing.arguments import Collect, parse_pairs
 from retrieval.retriever import parse_locations
 from train.runs import resume_point, write_run_record
@@ -27,30 +26,12 @@ REWARDS = ("tournament", "rubric", "tournament+rubric")
 
 
 @dataclass
-class PolicyArguments:
+class PolicyArguments(JudgeSpec):
     dataset: str = field(metadata={"help": "Prompt rows (JSONL or an HF save_to_disk folder): prompt (string or "
                                            "chat messages), question (what the judge is asked about; else the "
                                            "prompt), id, and answer for a verifier; a plugin judge may read meta."})
     dataset_split: str = field(default="train", metadata={"help": "Split to train on when `dataset` has splits."})
     max_examples: int = field(default=0, metadata={"help": "Train on the first N prompts only (0 = all)."})
-    judge: str = field(default="", metadata={
-        "help": "Match judge (required): an exported judge folder, an installed match judge kind "
-                f"({', '.join(plugins.names(plugins.MATCH_JUDGES)) or 'none installed'}), or none (a rubric group "
-                "judge only)."})
-    judge_server: str = field(default="", metadata={"help": "OpenAI-compatible URL serving --judge "
-                                                            "(http://host:8000/v1); --judge is then its folder."})
-    judge_model: str = field(default="", metadata={"help": "Model name the judge server serves."})
-    judge_backend: str = field(default="transformers", metadata={
-        "help": "How a local --judge folder runs: transformers or vllm (in process)."})
-    judge_device: str = field(default="cpu", metadata={"help": "Device of a local judge checkpoint."})
-    judge_batch_size: int = field(default=64, metadata={"help": "Judge rollouts per generate call."})
-    judge_concurrency: int = field(default=8, metadata={"help": "Judge requests in flight to a server."})
-    judge_options: dict | str | None = field(default_factory=dict, metadata={
-        "help": "Run settings of an openrm match judge over its card's (JSON on the command line), e.g. "
-                '{"max_new_tokens": 40, "max_turns": 3, "prompt_style": "compact"}: how a packaged model judges '
-                "zero-shot under a trained judge's settings."})
-    retrievers: list[str] = field(default_factory=list, metadata={
-        "help": "CORPUS=LOCATION for the judge's search tools (none: its no-tool prompt).", "action": Collect})
     policy_retrievers: list[str] = field(default_factory=list, metadata={
         "help": "CORPUS=LOCATION for the policy's own search tools: the policy is then a search agent that may "
                 "search before it answers (openrm.agent; the judge's call syntax, <information> masked out of the "
@@ -62,13 +43,6 @@ class PolicyArguments:
     policy_max_tool_calls: int = field(default=2, metadata={"help": "Searches executed per agent trajectory."})
     policy_max_new_tokens: int = field(default=64, metadata={"help": "New tokens per agent turn."})
     policy_max_information_tokens: int = field(default=128, metadata={"help": "Tokens kept of one <information>."})
-    world_seed: int = field(default=0, metadata={"help": "A plugin judge's world (toy-oracle: the prompts' world)."})
-    group_judge: str = field(default="pairwise", metadata={"help": f"Multi-round group judge: one of {GROUP_KINDS}."})
-    group_server: str = field(default="", metadata={"help": "Rubric group judge's chat server URL."})
-    group_model: str = field(default="", metadata={"help": "Rubric group judge's model name."})
-    group_temperature: float = field(default=0.0, metadata={"help": "Rubric group judge's sampling temperature."})
-    group_top_p: float | None = field(default=None, metadata={
-        "help": "Rubric group judge's top-p (Tournament-GRPO: 0.95); unset: not sent."})
     topology: str = field(default="round_robin", metadata={"help": f"One of {sorted(TOPOLOGIES)}."})
     # dict | str | None, as TRL's model_init_kwargs: HfArgumentParser then parses the command line as a str (JSON);
     # with `dict | str` it would call dict() on the JSON text and refuse it
@@ -113,23 +87,16 @@ class PolicyArguments:
                 "the whole rubric, Tournament-GRPO's implicit baseline)."})
 
     def __post_init__(self):
-        for name in ("topology_options", "judge_options"):
-            value = getattr(self, name)
-            if value is None:
-                value = {}
-            if isinstance(value, str):
-                try:
-                    value = json.loads(value or "{}")
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{name} must be a JSON object: {exc}") from exc
-            if not isinstance(value, dict):
-                raise ValueError(f"{name} must be a mapping, got {value!r}")
-            setattr(self, name, value)
-        from openrm.card import RunSettings
-
-        unknown = sorted(set(self.judge_options) - set(RunSettings.names()))
-        if unknown:  # refused here, not at the first step's judge build
-            raise ValueError(f"unknown judge_options {unknown}; accepted: {sorted(RunSettings.names())}")
+        super().__post_init__()
+        if self.topology_options is None:
+            self.topology_options = {}
+        if isinstance(self.topology_options, str):
+            try:
+                self.topology_options = json.loads(self.topology_options or "{}")
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"topology_options must be a JSON object: {exc}") from exc
+        if not isinstance(self.topology_options, dict):
+            raise ValueError(f"topology_options must be a mapping, got {self.topology_options!r}")
         if self.topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology {self.topology!r}; choose one of {sorted(TOPOLOGIES)}")
         if self.shaping not in SHAPINGS or self.verifier not in VERIFIERS or self.max_examples < 0:
@@ -137,20 +104,10 @@ class PolicyArguments:
                              f"max_examples >= 0")
         if self.rewards not in REWARDS:
             raise ValueError(f"rewards must be one of {REWARDS}, got {self.rewards!r}")
-        self.judge_spec = None  # rubric rewards alone play no tournament: no match judge
-        if "tournament" in self.rewards:
-            if not self.judge:
-                raise ValueError("--judge is required: an exported judge folder, an installed match judge kind "
-                                 f"{plugins.names(plugins.MATCH_JUDGES)}, or none")
-            kind = judge_kind(self.judge, self.judge_server, self.judge_backend)
-            self.judge_spec = MatchJudgeSpec(
-                kind=kind, path=self.judge if kind.startswith("openrm") else "", server=self.judge_server,
-                model=self.judge_model,
-                retrievers=parse_locations(self.retrievers) if self.retrievers else {}, device=self.judge_device,
-                batch_size=self.judge_batch_size, concurrency=self.judge_concurrency, world_seed=self.world_seed,
-                group=self.group_judge, group_server=self.group_server, group_model=self.group_model,
-                group_temperature=self.group_temperature, group_top_p=self.group_top_p,
-                orders=2 if self.orders == "both" else 1, options=self.judge_options)
+        if "tournament" in self.rewards and not self.judge:
+            raise ValueError(f"--judge is required: an exported judge folder or one of {judge_kinds()}")
+        if self.orders not in ("both", "random", "given"):
+            raise ValueError(f"orders must be both, random or given, got {self.orders!r}")
         self.topology_obj = make_topology(self.topology, self.topology_options)
         if self.rubric_scoring not in ("explicit", "implicit"):
             raise ValueError(f"rubric_scoring must be explicit or implicit, got {self.rubric_scoring!r}")
@@ -159,7 +116,8 @@ class PolicyArguments:
             self.scorer_spec = ScorerSpec(kind=self.rubric_scorer, server=self.rubric_scorer_server,
                                           model=self.rubric_scorer_model, concurrency=self.rubric_scorer_concurrency,
                                           temperature=self.rubric_scorer_temperature,
-                                          top_p=self.rubric_scorer_top_p, world_seed=self.world_seed)
+                                          top_p=self.rubric_scorer_top_p,
+                                          world_seed=0 if self.world_seed is None else self.world_seed)
         self.agent_locations = parse_locations(self.policy_retrievers) if self.policy_retrievers else {}
         if self.agent_locations:
             from openrm import protocol
@@ -239,7 +197,6 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     from openrm.tools import ToolBox
     from openrm.tournament import Arena, TournamentReward
     from openrm.tournament.greedy_anchor import make_greedy_anchor_rollout
-    from openrm.tournament.match_judge import build_group, build_pairwise
     from openrm.tournament.verifiers import AnswerMatch, FormatReward
 
     model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
@@ -261,16 +218,17 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
 
     reward_funcs = []
     if "tournament" in script_args.rewards:
-        spec, topology = script_args.judge_spec, script_args.topology_obj
+        topology = script_args.topology_obj
         group_rounds = topology.name == "multi_round"
         pairwise = None  # a multi-round tournament with the rubric group judge needs no pairwise judge
-        if not group_rounds and spec.kind == "none":  # pairwise matches by the rubric group judge (two at a time)
+        if not group_rounds and script_args.judge == "none":  # pairwise matches by the rubric group judge
             from openrm.tournament.judges import GroupPairwise
 
-            pairwise = GroupPairwise(build_group(spec, None))
-        elif not group_rounds or spec.group == "pairwise":
-            pairwise = build_pairwise(spec, train_dataset.to_list())
-        group = build_group(spec, pairwise) if group_rounds else None
+            pairwise = GroupPairwise(script_args.open_group(None))
+        elif not group_rounds or script_args.group_judge == "pairwise":
+            pairwise, _ = script_args.open_match(train_dataset.to_list(),
+                                                 orders=2 if script_args.orders == "both" else 1)
+        group = script_args.open_group(pairwise) if group_rounds else None
         arena = Arena(pairwise=pairwise, group=group, orders=script_args.orders, seed=training_args.seed)
         reward_funcs.append(TournamentReward(
             topology, arena, group_size=training_args.num_generations, shaping=script_args.shaping,

@@ -1,7 +1,7 @@
 """Judge-curated DPO preference pairs, as `train/select_preferences.py` runs them: the arguments, and one run that
 loads the rows, judges those not yet judged (resumable), curates chosen/rejected and saves the dataset and report.
 
-    report = run(SelectArguments(data="runs/prefs/toy.jsonl", judge="toy-oracle", out="runs/prefs/select"))
+    report = run(SelectArguments(data="runs/prefs/toy.jsonl", judge="toy-oracle", world_seed=0, out="runs/prefs/sel"))
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from eval.candidate_sets import RATINGS
-from eval.judge_args import JudgeArguments
 from eval.predictions import PREDICTION_PRESETS
 from eval.selection import ON_TIE, OUTPUT_FORMATS
+from openrm.judge_spec import JudgeSpec
 from openrm.tournament import TOPOLOGIES
 from plumbing.arguments import Collect, parse_pairs
 
@@ -24,14 +24,13 @@ logger = logging.getLogger("openrm.select_preferences")
 
 
 @dataclass
-class SelectArguments(JudgeArguments):
+class SelectArguments(JudgeSpec):
     data: str = field(metadata={"help": "rows of a prompt and >= 2 responses: UltraFeedback raw, binarized "
                                         "(prompt/chosen/rejected) or candidate JSONL; JSON/JSONL/parquet/HF folder"})
     out: str = field(metadata={"help": "output folder (selections.jsonl, run.json, dataset/, report.json/.md)"})
     fields: list[str] = field(default_factory=list, metadata={
         "help": "NAME=FIELD mapping for other files: prompt, chosen, rejected, score_chosen, score_rejected, id "
                 "(pairs) or prompt, candidates, ratings, id (sets)", "action": Collect})
-    concurrency: int = field(default=8, metadata={"help": "with --server: requests in flight"})
     predictions: str | None = field(default=None, metadata={
         "help": "a predictions file as the judge (pairs only): per row id, A = the first candidate wins"})
     predictions_format: str = field(default="openrm", metadata={"help": f"one of {sorted(PREDICTION_PRESETS)}"})
@@ -49,17 +48,23 @@ class SelectArguments(JudgeArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        if bool(self.judge) == bool(self.predictions) or self.judge == "none":
+            raise ValueError("give exactly one of --judge (a judge folder or match judge kind) and --predictions")
         self.field_map = parse_pairs(self.fields, "--fields")
         choices = {"topology": TOPOLOGIES, "on_tie": ON_TIE, "output_format": OUTPUT_FORMATS, "rating": RATINGS,
                    "predictions_format": PREDICTION_PRESETS}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"--{name} must be one of {sorted(allowed)}, got {getattr(self, name)!r}")
-        for name in ("batch_size", "concurrency"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be >= 1")
+        if self.batch_size < 1:
+            raise ValueError("--batch_size must be >= 1")
         if self.limit is not None and self.limit < 1:
             raise ValueError("--limit must be >= 1")
+
+    @property
+    def mode(self) -> str:
+        """predictions, or the judge's own mode: what a run record stores."""
+        return "predictions" if self.predictions else super().mode
 
 
 def match_judge(args: SelectArguments, rows: Sequence[Any]):
@@ -74,7 +79,7 @@ def match_judge(args: SelectArguments, rows: Sequence[Any]):
         if judge.missing:
             logger.warning("%d rows have no prediction (first: %r): failures", len(judge.missing), judge.missing[0])
         return judge, None
-    return args.open_match_judge([r.question for r in rows], concurrency=args.concurrency)
+    return args.open_match([{"question": r.question} for r in rows])
 
 
 def run(args: SelectArguments, pairwise: Any = None) -> dict[str, Any]:
@@ -105,7 +110,7 @@ def run(args: SelectArguments, pairwise: Any = None) -> dict[str, Any]:
     if not pairs:
         raise ValueError(f"no pairs left to write (--on_tie {args.on_tie}: {output['actions']})")
     save_pairs(pairs, out / "dataset")
-    report = {"data": args.data, "judge": args.judge or args.server or args.predictions, "mode": args.mode,
+    report = {"data": args.data, "judge": args.judge or args.predictions, "mode": args.mode,
               "topology": args.topology, "rating": args.rating, "seed": args.seed, "on_tie": args.on_tie,
               "rows": loaded.summary(), "skipped_first": [vars(s) for s in loaded.skipped[:5]],
               "selection": selection_metrics(rows, store.records), "judged_now": judged,

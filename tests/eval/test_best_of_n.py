@@ -169,7 +169,7 @@ def test_exported_judge_is_built_by_the_eval_builder(tmp_path):
                                 "ratings": [0, 2, 1]}) + "\n")
     out = tmp_path / "out"
     results = main(["--data", str(data), "--judge", str(judge_dir), "--no_tools", "--out", str(out),
-                    "--topologies", "anchor", "--max_completion_tokens", "24", "--max_new_tokens", "12"])
+                    "--topologies", "anchor", "--judge_max_completion_tokens", "24", "--judge_max_new_tokens", "12"])
     m = results["topologies"]["anchor"]
     assert results["mode"] == "no-tools" and results["judge_orders"] == 2
     assert m["prompts"] == 1 and m["judge_calls_per_prompt"] == 2.0  # k - 1 items, both orders inside each

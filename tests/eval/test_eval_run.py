@@ -18,7 +18,7 @@ from eval.run import main
 
 FIX = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
-BUDGET = ["--max_completion_tokens", "24", "--max_new_tokens", "12"]
+BUDGET = ["--judge_max_completion_tokens", "24", "--judge_max_new_tokens", "12"]
 
 
 def results(out: Path) -> dict:
@@ -152,7 +152,7 @@ def test_tiny_judge_runs_every_benchmark(toy, tmp_path, benchmark, file):
 
 
 def test_served_judge_with_concurrency_matches_the_in_process_judge(toy, tmp_path):
-    """`--server` with chunks in flight at once: the same greedy verdicts as the local checkpoint, every example
+    """`--judge_server` with chunks in flight at once: the same greedy verdicts as the local checkpoint, every example
     judged once, and the server saw requests from more than one chunk."""
     from loopback import serve, vllm_completions_app
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -164,8 +164,8 @@ def test_served_judge_with_concurrency_matches_the_in_process_judge(toy, tmp_pat
     local = main(judge_args(toy, tmp_path / "local", "--chunk_size", "2"))
     calls: list = []
     with serve(vllm_completions_app(HFGenerator(model, tok), tok, calls)) as url:
-        served = main(["--benchmark", "in-domain", "--data", str(toy["data"]), "--server", f"{url}/v1", "--model",
-                       "tiny", "--tokenizer", str(toy["judge"]), "--retriever", f"wiki={toy['wiki']}",
+        served = main(["--benchmark", "in-domain", "--data", str(toy["data"]), "--judge_server", f"{url}/v1",
+                       "--judge_model", "tiny", "--judge", str(toy["judge"]), "--retriever", f"wiki={toy['wiki']}",
                        "--retriever", f"arxiv={toy['arxiv']}", "--out", str(tmp_path / "served"), *BUDGET,
                        "--chunk_size", "2", "--concurrency", "3"])
     assert served["judging"]["judged"] == 6 and len(calls) >= 3
@@ -181,7 +181,7 @@ def test_served_judge_with_concurrency_matches_the_in_process_judge(toy, tmp_pat
 def test_bad_arguments_exit_with_a_message(toy, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--benchmark", "pandalm", "--data", str(FIX / "pandalm_testset.json"), "--out", str(tmp_path)])
-    assert "exactly one of --judge, --server, --predictions" in capsys.readouterr().err
+    assert "exactly one of --judge and --predictions" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--benchmark", "pandalm", "--data", str(tmp_path / "nope.json"), "--predictions",
               str(FIX / "pandalm_predictions.json"), "--out", str(tmp_path)])
@@ -251,7 +251,7 @@ def test_resume_refuses_other_settings_and_names_each_difference(toy, tmp_path, 
     other_data.write_text(edited)
     tools = ["--retriever", f"wiki={toy['wiki']}", "--retriever", f"arxiv={toy['arxiv']}"]
     for changed, expect in [
-        (["--data", str(data), "--no_tools", "--max_completion_tokens", "24", "--max_new_tokens", "8"],
+        (["--data", str(data), "--no_tools", "--judge_max_completion_tokens", "24", "--judge_max_new_tokens", "8"],
          "max_new_tokens: 12 there, 8 now"),
         (["--data", str(other_data), "--no_tools", *BUDGET], "data_sha256"),
         (["--data", str(data), *tools, *BUDGET], "mode: 'no-tools' there, 'tools' now"),
@@ -301,7 +301,7 @@ def test_a_row_longer_than_the_context_is_flagged_counted_and_never_crashes(toy,
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out"
     got = main(["--benchmark", "autoj", "--data", str(data), "--judge", str(toy["judge"]), "--no_tools",
-                "--out", str(out), "--max_context_tokens", "700", "--context_policy", policy, *BUDGET])
+                "--out", str(out), "--judge_max_context_tokens", "700", "--judge_context_policy", policy, *BUDGET])
     records = VerdictStore(out / "verdicts.jsonl").records
     long_id = next(i for i, r in records.items() if r["context"]["status"] != "fit")
     ctx = got["judging"]["context"]

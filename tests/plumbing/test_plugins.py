@@ -38,12 +38,12 @@ def test_registered_kinds_win_and_unknown_kinds_name_the_known_ones():
 
 
 def test_specs_accept_plugin_kinds_and_refuse_unknown_ones():
+    from openrm.judge_spec import JudgeSpec, judge_kinds
     from openrm.rubrics.scorer_spec import ScorerSpec, build_scorer
-    from openrm.tournament.match_judge import MatchJudgeSpec, build_pairwise, pairwise_kinds
 
-    assert {"openrm", "toy-oracle"} <= set(pairwise_kinds())
-    with pytest.raises(ValueError, match="judge kind must be one of"):
-        MatchJudgeSpec(kind="toy")
+    assert {"none", "toy-oracle"} <= set(judge_kinds())
+    with pytest.raises(ValueError, match="no judge folder there.*toy-oracle"):  # not a kind, so a folder: none there
+        JudgeSpec(judge="oracle", no_tools=True).open_match()
     with pytest.raises(ValueError, match="scorer must be one of"):
         ScorerSpec(kind="toy-oracle")
     assert type(build_scorer(ScorerSpec(kind="toy"))).__name__ == "ToyScorer"
@@ -51,10 +51,10 @@ def test_specs_accept_plugin_kinds_and_refuse_unknown_ones():
     from toy.world import ToyWorld
 
     rows = toy_prompts(ToyWorld(0), 3)
-    judge = build_pairwise(MatchJudgeSpec(kind="toy-oracle"), rows)
-    assert judge.agreements(rows[0]["question"], "") == 0
+    judge, close = JudgeSpec(judge="toy-oracle", world_seed=0).open_match(rows)
+    assert judge.agreements(rows[0]["question"], "") == 0 and close is None
     with pytest.raises(ValueError, match="not toy questions of world 0"):
-        build_pairwise(MatchJudgeSpec(kind="toy-oracle"), [{"question": "Who wrote Hamlet?"}])
+        JudgeSpec(judge="toy-oracle", world_seed=0).open_match([{"question": "Who wrote Hamlet?"}])
 
 
 def test_no_library_module_imports_the_toy_package():
@@ -69,10 +69,10 @@ def test_no_library_module_imports_the_toy_package():
 
 
 def test_product_entry_points_have_no_toy_defaults():
-    from eval.win_rate import HeadToHeadArguments, run
+    from eval.win_rate import HeadToHeadArguments
     from train.judge_trainer import OpenRMArguments
 
     with pytest.raises(ValueError, match="--retrievers"):
         OpenRMArguments(dataset="x")
     with pytest.raises(ValueError, match="--judge is required"):
-        run(HeadToHeadArguments(policy="a", baseline="b", prompts="p.jsonl"))
+        HeadToHeadArguments(policy="a", baseline="b", prompts="p.jsonl")

@@ -140,9 +140,9 @@ class _FirstShown:
 @pytest.mark.parametrize("judge, status", [(_Garbage(), "failures"), (_FirstShown(), "ties")])
 @pytest.mark.slow
 def test_a_garbage_or_position_biased_judge_gives_equal_rewards(policy_dir, tmp_path, monkeypatch, judge, status):
-    from openrm.tournament import match_judge
+    from openrm.judge_spec import JudgeSpec
 
-    monkeypatch.setattr(match_judge, "build_pairwise", lambda spec, rows=(): judge)
+    monkeypatch.setattr(JudgeSpec, "open_match", lambda spec, rows=(), orders=2: (judge, None))
     trainer = _run(policy_dir, tmp_path / "bad", "--max_steps", "1", "--format_pattern", "")
     (log,) = _logs(trainer)
     assert trainer.state.global_step == 1
@@ -182,7 +182,7 @@ def test_the_paper_configs_carry_the_papers_values():
     assert (s.topology, s.shaping, s.group_judge, s.judge) == ("multi_round", "min_max", "rubric", "none")
     topo = s.topology_obj
     assert (topo.group_size, topo.k_win, topo.k_final, topo.repeats, topo.fresh_repeats) == (2, 1, 1, 3, True)
-    assert (s.judge_spec.group_temperature, s.judge_spec.group_top_p) == (0.0, 0.95)
+    assert (s.group_temperature, s.group_top_p) == (0.0, 0.95)
     assert (t.num_generations, t.learning_rate, t.temperature, t.top_p) == (8, 1e-6, 1.0, 1.0)
     assert 8 * t.per_device_train_batch_size * t.gradient_accumulation_steps == 16 * 8 and s.format_pattern
     for name, scoring, weights in (("tournament_grpo_explicit", "explicit", [0.5, 0.5]),
@@ -192,8 +192,8 @@ def test_the_paper_configs_carry_the_papers_values():
                                                                                            weights, True)
         assert (s.scorer_spec.temperature, s.scorer_spec.top_p, t.num_generations) == (0.0, 0.95, 8)
     s, t, m = load("tournament_grpo_pairwise")  # every pair once, judged by the rubric judge two at a time
-    assert (s.topology, s.orders, s.shaping, s.judge_spec.kind, s.judge_spec.group) == ("round_robin", "random",
-                                                                                         "win_rate", "none", "rubric")
+    assert (s.topology, s.orders, s.shaping, s.judge, s.group_judge) == ("round_robin", "random", "win_rate",
+                                                                          "none", "rubric")
     assert t.reward_weights == [1.0, 1.0] and s.format_pattern
     s, t, m = load("arenarl")
     assert s.greedy_anchor and s.topology_obj.rank_by == "depth" and s.topology_obj.anchor == 0
@@ -214,34 +214,26 @@ def test_bad_policy_arguments_are_clear_errors():
 
     with pytest.raises(ValueError, match="--judge is required"):  # no toy default behind a forgotten flag
         PolicyArguments(dataset="x")
-    from openrm.tournament.match_judge import build_pairwise
-
     with pytest.raises(ValueError, match="no judge folder there, no packaged model of that name.*toy-oracle"):
-        build_pairwise(PolicyArguments(dataset="x", judge="oracle").judge_spec)
+        PolicyArguments(dataset="x", judge="oracle", no_tools=True).open_match()
     with pytest.raises(ValueError, match="unknown topology"):
-        PolicyArguments(dataset="x", judge="toy-oracle", topology="knockout")
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, topology="knockout")
     with pytest.raises(ValueError, match="takes"):
-        PolicyArguments(dataset="x", judge="toy-oracle", topology="round_robin", topology_options='{"k_win": 2}')
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, topology="round_robin",
+                        topology_options='{"k_win": 2}')
     with pytest.raises(ValueError, match="JSON object"):
-        PolicyArguments(dataset="x", judge="toy-oracle", topology_options="{k_win")
-    with pytest.raises(ValueError, match="needs server"):  # a served judge needs its model name too
-        PolicyArguments(dataset="x", judge="runs/judge", judge_server="http://127.0.0.1:8001/v1")
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, topology_options="{k_win")
+    with pytest.raises(ValueError, match="--judge_model"):  # a served judge needs its model name too
+        PolicyArguments(dataset="x", judge="runs/judge", no_tools=True, judge_server="http://127.0.0.1:8001/v1")
     with pytest.raises(ValueError, match="backend"):
-        PolicyArguments(dataset="x", judge="runs/judge", judge_backend="llama.cpp")
-    kinds = [PolicyArguments(dataset="x", judge=j, **o).judge_spec.kind for j, o in
-             [("toy-oracle", {}), ("runs/judge", {}), ("runs/judge", {"judge_backend": "vllm"}),
-              ("runs/judge", {"judge_server": "http://h:1/v1", "judge_model": "m"})]]
-    assert kinds == ["toy-oracle", "openrm", "openrm-vllm", "openrm-server"]  # --judge: one meaning, kind inferred
-    # an openrm judge plays both orders itself only under orders=both; random / given: one rollout per match
-    assert [PolicyArguments(dataset="x", judge="runs/judge", orders=o).judge_spec.orders
-            for o in ("both", "random", "given")] == [2, 1, 1]
+        PolicyArguments(dataset="x", judge="runs/judge", no_tools=True, judge_backend="llama.cpp")
     with pytest.raises(ValueError, match="anchor to 0"):
-        PolicyArguments(dataset="x", judge="toy-oracle", topology="anchor", topology_options='{"anchor": 2}',
-                        greedy_anchor=True)
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, topology="anchor",
+                        topology_options='{"anchor": 2}', greedy_anchor=True)
     with pytest.raises(ValueError, match="rewards must be one of"):
-        PolicyArguments(dataset="x", judge="toy-oracle", rewards="rubrics")
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, rewards="rubrics")
     with pytest.raises(ValueError, match="scorer_server"):
-        PolicyArguments(dataset="x", judge="toy-oracle", rewards="rubric", rubric_scorer="server")
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, rewards="rubric", rubric_scorer="server")
 
 
 @pytest.mark.slow
@@ -345,47 +337,43 @@ def test_a_search_agents_arguments_are_checked():
     from train.policy_trainer import PolicyArguments
 
     with pytest.raises(ValueError, match="no --policy_retrievers entry serves"):
-        PolicyArguments(dataset="x", judge="toy-oracle", policy_retrievers=["wiki=runs/wiki"])
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, policy_retrievers=["wiki=runs/wiki"])
     with pytest.raises(ValueError, match="greedy anchor"):
-        PolicyArguments(dataset="x", judge="toy-oracle", greedy_anchor=True,
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, greedy_anchor=True,
                         policy_retrievers=["wiki=w", "arxiv=a"])
     with pytest.raises(ValueError, match="policy_max_information_tokens"):
-        PolicyArguments(dataset="x", judge="toy-oracle", policy_retrievers=["wiki=w", "arxiv=a"],
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, policy_retrievers=["wiki=w", "arxiv=a"],
                         policy_max_information_tokens=8)
-    args = PolicyArguments(dataset="x", judge="toy-oracle", policy_retrievers=["wiki=w", "arxiv=a"],
+    args = PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, policy_retrievers=["wiki=w", "arxiv=a"],
                            policy_tools=["WIKI=wiki"])
     assert [t.name for t in args.agent_tools] == ["WIKI"] and args.agent_locations == {"wiki": "w", "arxiv": "a"}
 
 
-def test_a_packaged_model_name_is_a_match_judge(monkeypatch, tmp_path):
-    """`--judge smollm2-135m-instruct` (the zero-shot judge) loads the prepared folder, as every other command does."""
+def test_a_packaged_model_name_is_a_match_judge(monkeypatch):
+    """`--judge smollm2-135m-instruct` (the zero-shot judge) goes to `Judge.from_pretrained`, which prepares the
+    packaged folder, as in every other command; `--judge_options` and the budget flags reach it too."""
     from openrm import judge as judge_module
-    from openrm import models
-    from openrm.tournament.match_judge import MatchJudgeSpec, build_pairwise
-
-    prepared = tmp_path / "prepared"
-    prepared.mkdir()
-    monkeypatch.setattr(models, "prepare", lambda name, cache=None: prepared)
-    loaded = []
-    monkeypatch.setattr(judge_module.Judge, "from_pretrained",
-                        classmethod(lambda cls, path, retrievers=None, **kw: loaded.append((path, retrievers)) or cls))
-    pairwise = build_pairwise(MatchJudgeSpec(kind="openrm", path="smollm2-135m-instruct",
-                                             retrievers={"wiki": "idx/wiki"}))
-    assert loaded == [(str(prepared), {"wiki": "idx/wiki"})] and pairwise.orders == 2
-
-    # --judge_options: run settings over the card's, e.g. a trained judge's budget for the zero-shot model
     from train.policy_trainer import PolicyArguments
 
     seen = []
-    monkeypatch.setattr(judge_module.Judge, "from_pretrained",
-                        classmethod(lambda cls, path, retrievers=None, **kw: seen.append(kw) or cls))
+
+    class Loaded:
+        def close(self):
+            pass
+
+    monkeypatch.setattr(judge_module.Judge, "from_pretrained", classmethod(
+        lambda cls, path, retrievers=None, **kw: seen.append((path, retrievers, kw)) or Loaded()))
     args = PolicyArguments(dataset="x", judge="smollm2-135m-instruct", topology="round_robin",
-                           judge_options='{"max_new_tokens": 40, "max_turns": 3}')
-    build_pairwise(args.judge_spec)
-    assert seen[0]["max_new_tokens"] == 40 and seen[0]["max_turns"] == 3
+                           retrievers=["wiki=idx/wiki"], judge_max_new_tokens=40, judge_options='{"max_turns": 3}')
+    pairwise, _ = args.open_match([], orders=1)
+    (path, retrievers, kw), = seen
+    assert path == "smollm2-135m-instruct" and retrievers == {"wiki": "idx/wiki"} and pairwise.orders == 1
+    assert (kw["max_new_tokens"], kw["max_turns"], kw["batch_size"]) == (40, 3, 32)
     with pytest.raises(ValueError, match="judge_options must be a JSON object"):
-        PolicyArguments(dataset="x", judge="toy-oracle", judge_options="{max_new_tokens")
-    with pytest.raises(ValueError, match=r"unknown judge_options \['max_new_token'\]"):
-        PolicyArguments(dataset="x", judge="runs/judge", judge_options='{"max_new_token": 40}')
-    with pytest.raises(ValueError, match="apply to an openrm judge"):
-        PolicyArguments(dataset="x", judge="toy-oracle", judge_options='{"max_turns": 3}')
+        PolicyArguments(dataset="x", judge="runs/judge", no_tools=True, judge_options="{max_turns")
+    with pytest.raises(ValueError, match=r"unknown --judge_options \['max_new_token'\]"):
+        PolicyArguments(dataset="x", judge="runs/judge", no_tools=True, judge_options='{"max_new_token": 40}')
+    with pytest.raises(ValueError, match="--judge_max_new_tokens"):  # a budget has its own flag
+        PolicyArguments(dataset="x", judge="runs/judge", no_tools=True, judge_options='{"max_new_tokens": 40}')
+    with pytest.raises(ValueError, match="is not a model"):
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, judge_options='{"max_turns": 3}')

@@ -25,7 +25,7 @@ FIX = ROOT / "tests" / "eval" / "fixtures"
 BINARIZED = FIX / "ultrafeedback_binarized.jsonl"
 PREDICTIONS = FIX / "ultrafeedback_binarized_predictions.jsonl"
 RAW = FIX / "ultrafeedback_bon.jsonl"
-BUDGET = ["--max_completion_tokens", "64", "--max_new_tokens", "32"]
+BUDGET = ["--judge_max_completion_tokens", "64", "--judge_max_new_tokens", "32"]
 
 
 def predicted(out: Path, *extra: str) -> dict:
@@ -133,7 +133,7 @@ def test_toy_oracle_through_the_command_line(tmp_path):
 def test_bad_arguments_exit_with_a_message(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--data", str(BINARIZED), "--out", str(tmp_path)])
-    assert "exactly one of --judge, --server, --predictions" in capsys.readouterr().err
+    assert "exactly one of --judge" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--data", str(RAW), "--predictions", str(PREDICTIONS), "--out", str(tmp_path)])
     assert "some rows have more than 2 candidates" in capsys.readouterr().err
@@ -182,8 +182,8 @@ def test_a_killed_run_resumes_without_judging_a_row_twice(tmp_path):
         return {r.index: sum(f"Question: {r.question}\n" in c for c in contexts) for r in rows}
 
     with serve(vllm_completions_app(gen, tok, [])) as url:
-        argv = ["--data", str(BINARIZED), "--server", f"{url}/v1", "--model", "tiny", "--tokenizer", str(tiny),
-                "--no_tools", "--out", str(out), "--batch_size", "1", "--concurrency", "2", *BUDGET]
+        argv = ["--data", str(BINARIZED), "--judge_server", f"{url}/v1", "--judge_model", "tiny", "--judge",
+                str(tiny), "--no_tools", "--out", str(out), "--batch_size", "1", "--judge_concurrency", "2", *BUDGET]
         proc = subprocess.Popen([sys.executable, "-m", "train.select_preferences", *argv], cwd=ROOT,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
