@@ -127,8 +127,8 @@ class JudgeSpec:
                 raise ValueError("--retrievers, --no_tools and --judge_options describe a judge: give --judge")
         elif not (self.retrievers or self.no_tools):
             # without retrievers a judge named for search would silently use its no-tool prompt
-            raise ValueError(f"--judge {self.judge} searches with --retrievers CORPUS=LOCATION; pass --no_tools to "
-                             "judge without search")
+            raise ValueError(f"--judge {self.judge}: tool mode needs --retrievers CORPUS=LOCATION; pass --no_tools "
+                             "to judge without search")
         if self.group_judge not in GROUP_KINDS:
             raise ValueError(f"--group_judge must be one of {GROUP_KINDS}, got {self.group_judge!r}")
         if self.group_judge == "rubric" and not (self.group_server and self.group_model):
