@@ -269,7 +269,7 @@ def _context_lines(judging: Mapping[str, Any]) -> list[str]:
     if not ctx or not judging.get("judged"):
         return []
     if not ctx["checked"]:
-        return ["- context: **not checked** (the judge's context length is unknown; pass --max_context_tokens)"]
+        return ["- context: **not checked** (the judge's context length is unknown; pass --judge_max_context_tokens)"]
     rows = ctx["rows"]
     lines = [f"- prompts over the judge's context (policy {judging.get('context_policy', '?')}): "
              f"{ctx['truncated']} cut to fit, {ctx['failed']} judged as failures, of {ctx['checked']} checked"]
