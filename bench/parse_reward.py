@@ -1,6 +1,6 @@
 """Throughput of the per-completion hot path: parse_response + score, on gold and on long noisy completions.
 
-    .venv/bin/python bench/parse_reward.py
+    .venv/bin/python -m bench.parse_reward
 """
 
 import argparse

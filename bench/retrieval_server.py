@@ -1,6 +1,6 @@
 """Retrieval server overhead: HTTP QPS with many concurrent clients ÷ in-process batched QPS, same bm25 index.
 
-    .venv/bin/python bench/retrieval_server.py --passages 100000 --queries 4096 --clients 64
+    .venv/bin/python -m bench.retrieval_server --passages 100000 --queries 4096 --clients 64
 
 The server runs as its own process (`python -m retrieval.server`), as in training. The load comes from `wrk`
 (`apt-get install wrk`) when it is on PATH — a C client, so the measurement is of the server — else from asyncio
@@ -26,8 +26,6 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 
 def synthetic_corpus(path: Path, n: int, seed: int = 0, vocab: int = 200_000, words: int = 100) -> Path:
     """DPR-like tsv: `n` passages of `words` Zipf-distributed synthetic words, deterministic in `seed`."""

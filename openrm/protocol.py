@@ -209,7 +209,7 @@ Which answer is better? Where the facts can be checked, check them. Do not let t
 their length or their style decide for you: either position may hold the better one."""
 
 
-# The compact style is for tiny judges trained from scratch on CPU (the quickstart, bench/learning_proof.py): the
+# The compact style is for tiny judges trained from scratch on CPU (the quickstart, experiments/learning_proof.py): the
 # same tags and call syntax in a few dozen tokens instead of ~300, so the prompt does not swamp a model whose whole
 # context budget is a few hundred tokens. Real judges use the full style.
 PROMPT_STYLES = ("full", "compact")

@@ -19,8 +19,9 @@ R_tool, as we define it (the paper only says "+1 for a correct tool selection, 0
 
 `tool_term="per_call"` is the paper-literal alternative: +1 for every call (within `max_tool_calls`) that used the
 gold tool, so R_tool lies in [0, max_tool_calls] and more correct calls earn more. Under the ungated `decoupled`
-variant that is what lets a policy over-search for reward (the paper's Fig. 3d); `bench/learning_proof.py --stage a
---tool-term per_call` measures it. The default `share` cannot be farmed that way.
+variant that is what lets a policy over-search for reward (the paper's Fig. 3d);
+`experiments/learning_proof.py --stage a --tool-term per_call` measures it. The default `share` cannot be farmed
+that way.
 
 R_EM is 1 iff the parsed verdict equals the label. With `require_well_formed` (default) a malformed
 response earns R_EM = 0 whatever it answered, so a format shortcut can never be rewarded.

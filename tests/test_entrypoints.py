@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("train", "eval", "retrieval", "data_synthesis", "toy", "bench")
+PACKAGES = ("train", "eval", "retrieval", "data_synthesis", "toy", "bench", "experiments")
 MAIN = re.compile(r"^if __name__ == [\"']__main__[\"']:", re.MULTILINE)
 
 
@@ -30,7 +30,8 @@ def test_the_known_entry_points_are_found():
     assert {"eval.run", "eval.report", "eval.best_of_n", "toy.candidates", "eval.downstream",
             "eval.benchmark_files", "train.grpo_openrm", "train.select_preferences", "train.dpo",
             "retrieval.server", "retrieval.build_index", "data_synthesis.build_dataset", "train.grpo_rubric_generator",
-            "toy.rubric_quickstart", "eval.rubrics", "bench.rubric_learning_proof"} <= found
+            "toy.rubric_quickstart", "eval.rubrics", "experiments.rubric_learning_proof", "experiments.learning_proof",
+            "bench.parse_reward", "bench.rollout"} <= found
 
 
 @pytest.mark.parametrize("module", entry_points())

@@ -80,8 +80,24 @@ def help_text(module: str) -> str:
 
 def test_the_readme_commands_are_found():
     modules = {m for m, _ in readme_commands()}
-    assert {"eval.run", "train.export_judge", "bench.real_text_judge", "train.grpo_openrm", "train.grpo_policy",
+    assert {"eval.run", "train.export_judge", "experiments.real_text_judge", "train.grpo_openrm", "train.grpo_policy",
             "train.select_preferences", "retrieval.server", "data_synthesis.build_dataset"} <= modules
+
+
+SCRIPT = re.compile(r"(?<![\w/.-])((?:bench|experiments)/\w+\.py)")
+
+
+def test_every_script_the_readme_names_exists():
+    """Prose names the bench and experiment scripts by path too (`experiments/learning_proof.py`): each one is a
+    file, so a moved script fails here."""
+    for name in ("README.md", "toy/README.md", "bench/RESULTS.md"):
+        for path in SCRIPT.findall((ROOT / name).read_text(encoding="utf-8")):
+            assert (ROOT / path).is_file(), f"{name} names {path}, which does not exist"
+
+
+def test_the_script_check_sees_a_path():
+    assert SCRIPT.findall("see `experiments/learning_proof.py --stage a` and bench/rollout.py, not x/bench/y.py") == \
+        ["experiments/learning_proof.py", "bench/rollout.py"]
 
 
 def test_every_readme_module_exists():

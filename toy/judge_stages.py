@@ -1,6 +1,6 @@
 """The judge quickstart's stages (toy/quickstart.py): bm25 indexes of the toy corpora, GRPO of the judge with live
 search, judging held-out pairs in both orders (cached under a hash of the weights), and the table, summary and
-training curves of a run. bench/learning_proof.py and the other judge benches run the same stages.
+training curves of a run. experiments/learning_proof.py and the other judge benches run the same stages.
 """
 
 from __future__ import annotations

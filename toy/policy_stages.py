@@ -1,6 +1,6 @@
 """The policy quickstart's stages (toy/policy_quickstart.py): its arguments, the toy policy task's files, the tiny
 policy, the noisy SFT warm-up, GRPO on tournament rewards and the head-to-head against the step-0 policy, each
-cached under the run folder. bench/policy_learning_proof.py runs the same stages per topology and seed.
+cached under the run folder. experiments/policy_learning_proof.py runs the same stages per topology and seed.
 """
 
 from __future__ import annotations

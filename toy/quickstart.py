@@ -57,7 +57,7 @@ class QuickstartArguments:
                 "the tool choice on one seed in three: bench/RESULTS.md, Stage A.)"})
     hedge_share: float = field(default=0.25, metadata={
         "help": "Share of the training pairs (warm-up and GRPO) whose wrong answer is a hedge naming both values, "
-                "so the judge learns that naming every value does not win (bench/hacking_audit.py measures it; "
+                "so the judge learns that naming every value does not win (experiments/hacking_audit.py measures it; "
                 "0: none)."})
     hedge_wordings: str = field(default="wide", metadata={
         "help": "Which hedges the training pairs draw from (toy.world.HEDGE_WORDINGS): 'wide' (18 wordings, the "
@@ -123,7 +123,7 @@ def main(args: QuickstartArguments) -> dict:
     stage(6, "GRPO")
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps, "--seed", str(args.seed),
                "--learning_rate", str(args.grpo_learning_rate),
-               "--trajectory_log", str(out / "grpo" / "trajectories.jsonl"),  # bench/tool_choice_log.py reads it
+               "--trajectory_log", str(out / "grpo" / "trajectories.jsonl"),  # experiments/tool_choice_log.py reads it
                *(["--bf16", "true"] if args.bf16 else []))
     from train.judge_export import ExportArguments, export_judge
 

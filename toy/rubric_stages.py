@@ -1,7 +1,7 @@
 """The rubric quickstart's pipeline (toy/rubric_quickstart.py): its arguments, the toy rubric task's files, the
 generator (tiny or pretrained), the noisy SFT warm-up, GRPO on the hybrid reward and eval.rubrics on held-out
-triplets, each stage cached under the run folder. `run(args)` runs them all; bench/rubric_learning_proof.py calls it
-with a served scorer.
+triplets, each stage cached under the run folder. `run(args)` runs them all; experiments/rubric_learning_proof.py
+calls it with a served scorer.
 """
 
 from __future__ import annotations

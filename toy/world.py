@@ -197,7 +197,7 @@ _SHORT_PHRASINGS = {("city", "river"): "It stands on the river {value}."}
 _SHORT_QUESTIONS = {WIKI: "{name}: {clause}?", SCIENCE: "Paper {name}: {clause}?", MEDICAL: "Illness {name}: {clause}?"}
 # "recombined": short pairs whose fact is drawn afresh for a real subject and stated only in the pair's own passage
 # (`meta["passage"]`), so it cannot be remembered from any document: training on them rewards reading the evidence
-# and copying names and values, never memorising (bench/learning_proof.py mixes them into the SFT warm-up).
+# and copying names and values, never memorising (experiments/learning_proof.py mixes them into the SFT warm-up).
 STYLES = ("long", "short", "recombined")
 
 

@@ -1,10 +1,10 @@
 """Learning proof on CPU: the judge's RL loop (multi-turn rollout, env mask, composite reward, TRL GRPO) on the
 packaged SmolLM2-135M-Instruct learns what its reward asks, measured on held-out toy pairs over several seeds.
 
-    .venv/bin/python bench/learning_proof.py --stage a --seeds 0 1 2     # the reward shapes the tool choice
-    .venv/bin/python bench/learning_proof.py --stage b --seeds 0 1 2     # the judge learns to use evidence
-    .venv/bin/python bench/learning_proof.py --stage c --seeds 0 1 2 --variants composite   # ... to search
-    .venv/bin/python bench/learning_proof.py --stage a --variants decoupled --tool-term per_call   # over-searching
+    .venv/bin/python -m experiments.learning_proof --stage a --seeds 0 1 2     # the reward shapes the tool choice
+    .venv/bin/python -m experiments.learning_proof --stage b --seeds 0 1 2     # the judge learns to use evidence
+    .venv/bin/python -m experiments.learning_proof --stage c --seeds 0 1 2 --variants composite   # ... to search
+    .venv/bin/python -m experiments.learning_proof --stage a --variants decoupled --tool-term per_call  # over-search
 
 Both stages use the quickstart's pieces (toy/judge_stages.py): short single-fact pairs of the toy world (fictional
 facts: without search a judge can only guess), one fact per passage with top-1 evidence, the compact prompt, an SFT
@@ -34,18 +34,15 @@ import argparse
 import json
 import logging
 import os
-import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from openrm.models import resolve  # noqa: E402
-from toy.judge_stages import grpo, measured, toy_indexes  # noqa: E402
-from toy.warmup import WarmupPlan, warm_up  # noqa: E402
-from toy.world import ToyWorld, write_dataset  # noqa: E402
+from experiments.cells import mean_sd
+from openrm.models import resolve
+from plumbing import atomic
+from toy.judge_stages import grpo, measured, toy_indexes
+from toy.warmup import WarmupPlan, warm_up
+from toy.world import ToyWorld, write_dataset
 
 logger = logging.getLogger("learning_proof")
 WORLD_SEED = 0  # every seed judges the same toy world; seeds vary the warm-up's draws and GRPO
@@ -77,14 +74,6 @@ def curve(run: Path) -> list[dict[str, float]]:
     keys = ("reward", "openrm/em", "openrm/tool", "openrm/calls_per_trajectory", "completions/mean_length")
     history = json.loads((run / "trainer_state.json").read_text())["log_history"]
     return [{"step": h["step"], **{k: h[k] for k in keys if k in h}} for h in history if "reward" in h]
-
-
-def spread(values: list[float | None]) -> str:
-    values = [v for v in values if v is not None]
-    if not values:
-        return "-"
-    mean = statistics.fmean(values)
-    return f"{mean:.2f} ± {statistics.stdev(values):.2f}" if len(values) > 1 else f"{mean:.2f}"
 
 
 def run_suffix(args) -> str:
@@ -151,7 +140,7 @@ def table(runs: dict, args) -> str:
     for name in names:
         rows = [runs[f"{name}/s{s}"] for s in args.seeds if f"{name}/s{s}" in runs]
         label = "SFT start" if name == "sft" else f"GRPO {name}"
-        lines.append(f"| {label} | {len(rows)} | " + " | ".join(spread([r.get(k) for r in rows]) for k in metrics)
+        lines.append(f"| {label} | {len(rows)} | " + " | ".join(mean_sd(r.get(k) for r in rows) for k in metrics)
                      + " |")
     return "\n".join(lines)
 
@@ -172,7 +161,8 @@ def main() -> None:
                         help="stage C: the share of warm-up trajectories that search (the rest answer at once)")
     parser.add_argument("--hedge-share", type=float, default=0.0,
                         help="share of the training pairs (warm-up and GRPO) whose wrong answer is a hedge naming "
-                             "both values (toy.world.ToyWorld.hedged); bench/hacking_audit.py measures the result")
+                             "both values (toy.world.ToyWorld.hedged); experiments/hacking_audit.py measures the "
+                             "result")
     parser.add_argument("--tool-term", default="share", choices=("share", "per_call"), help="R_tool's definition")
     parser.add_argument("--n-train", type=int, default=2000, help="short training pairs (GRPO prompts)")
     parser.add_argument("--n-eval", type=int, default=100, help="held-out pairs judged in both orders")
@@ -219,8 +209,8 @@ def main() -> None:
     seconds = time.perf_counter() - t
     out = args.out / (f"stage_{args.stage}{'' if args.tool_term == 'share' else '_' + args.tool_term}"
                       + ("" if not args.hedge_share else f"_hedge{args.hedge_share:g}") + ".json")
-    out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "seconds": seconds,
-                               "runs": runs}, indent=1) + "\n", encoding="utf-8")
+    atomic.write_json(out, {"args": {k: str(v) for k, v in vars(args).items()}, "seconds": seconds, "runs": runs},
+                      indent=1)
     print(table(runs, args))
     print(f"({seconds:.0f} s; {out})")
 

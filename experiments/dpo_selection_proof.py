@@ -1,6 +1,6 @@
 """Does the judge's data selection move a real model? (the paper's Table 5 shape, on SmolLM2 and real Wikipedia)
 
-    .venv/bin/python bench/dpo_selection_proof.py --synth runs/wiki-synth-llm --judge runs/quickstart/judge \
+    .venv/bin/python -m experiments.dpo_selection_proof --synth runs/wiki-synth-llm --judge runs/quickstart/judge \
         --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25 --out runs/dpo-proof \
         --dpo-epochs 2 --dpo-lr 1e-5 --downstream-n 200
 
@@ -30,10 +30,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from plumbing import atomic  # noqa: E402
+from plumbing import atomic
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 logger = logging.getLogger("dpo_selection_proof")
 CONFIG = ROOT / "configs/dpo/smollm2_cpu.yaml"
@@ -111,8 +110,7 @@ def downstream(name: str, path: str, base: str, args, data_dir: Path, fewshot: d
         for t in todo:
             got[t] = {k: list(v) for k, v in scores(harness, LOCAL_TASKS[t]).items()}
             settings[t] = shots
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        saved.write_text(json.dumps({**got, "_fewshot": settings}, indent=1) + "\n", encoding="utf-8")
+        atomic.write_json(saved, {**got, "_fewshot": settings}, indent=1)
     return {t: got[t] for t in args.tasks}
 
 
@@ -182,8 +180,8 @@ def main() -> None:
         logger.info("%s: %s", name, table[name])
     results = {"selection": stats, "dpo": {n: json.loads((args.out / f"dpo-{n}" / "dpo_run.json").read_text())
                                            for n in SETS}, "downstream": table, "settings": vars(args)}
-    (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str) + "\n", encoding="utf-8")
-    (args.out / "results.md").write_text(markdown(table, stats, fewshot), encoding="utf-8")
+    atomic.write_json(args.out / "results.json", results, indent=1, default=str)
+    atomic.write_text(args.out / "results.md", markdown(table, stats, fewshot))
     print(markdown(table, stats, fewshot))
 
 

@@ -3,7 +3,7 @@ of test pairs whose shown evidence holds words that separate the answers (the ce
 and what the lexical reference (the answer sharing more of its words with that evidence wins) scores, by kind and
 by length.
 
-    .venv/bin/python bench/real_text_evidence.py --dataset runs/real-judge/data/dataset --topk 1 2 3 \
+    .venv/bin/python -m experiments.real_text_evidence --dataset runs/real-judge/data/dataset --topk 1 2 3 \
         --tokens 128 192 256 --out runs/real-evidence.json
 
 Searches run as a gold trajectory's do (the question's content words, on the pair's gold tool) over the bm25 index
@@ -13,13 +13,8 @@ of the packaged lead sections; no model is loaded beyond its tokenizer, so the g
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections import defaultdict
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
@@ -34,10 +29,12 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from eval import loaders
+    from eval.breakdown import kind_of, length_of
     from openrm import protocol
     from openrm.evidence import lexical_verdict, separates, shown_evidence
     from openrm.models import resolve
     from openrm.tools import ToolBox
+    from plumbing import atomic
     from retrieval.wikipedia import packaged_index
 
     index = str(args.index or packaged_index(Path("runs/wiki-vital")))
@@ -46,8 +43,7 @@ def main() -> None:
     tools = protocol.tools_from_mapping({"WIKI": "wiki", "ARXIV": "arxiv"})
 
     def groups(e: dict) -> list[str]:
-        length = next((f["value"] for f in e["meta"].get("facts") or [] if f["attribute"] == "length"), "-")
-        return ["all", e["meta"]["source"].split("/")[-1], length]
+        return ["all", kind_of(e), length_of(e)]
 
     grid = []
     lines = ["| passages | tokens | measure | all | by kind and length |",
@@ -72,8 +68,7 @@ def main() -> None:
         finally:
             toolbox.close()
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(grid, indent=1) + "\n", encoding="utf-8")
+        atomic.write_json(args.out, grid, indent=1)
     print("\n".join(lines))
 
 

@@ -3,10 +3,11 @@ scripted scorer served over HTTP on loopback (toy/rubric_scorer.py: ratings foll
 naming the query's entity rate reports that mention it higher), the tiny generator warmed up on a noisy mixture,
 then GRPO; held-out valid-JSON rate and preference accuracy of the warm-up (step 0) and the trained generator.
 
-    OMP_NUM_THREADS=2 .venv/bin/python bench/rubric_learning_proof.py --out runs/rubric-proof
-    OMP_NUM_THREADS=2 .venv/bin/python bench/rubric_learning_proof.py --out runs/rubric-smollm2-s0 \
+    OMP_NUM_THREADS=2 .venv/bin/python -m experiments.rubric_learning_proof --out runs/rubric-proof
+    OMP_NUM_THREADS=2 .venv/bin/python -m experiments.rubric_learning_proof --out runs/rubric-smollm2-s0 \
         --model smollm2-135m-instruct --sft_steps 40 --sft_batch 8 --sft_learning_rate 1e-4 --grpo_steps 30 --seed 0
-    .venv/bin/python bench/rubric_learning_proof.py --table runs/rubric-smollm2-s0 runs/rubric-smollm2-s1  # mean ± sd
+    .venv/bin/python -m experiments.rubric_learning_proof \
+        --table runs/rubric-smollm2-s0 runs/rubric-smollm2-s1  # mean ± sd
 
 Besides valid JSON and preference accuracy (an invalid rubric counts as a miss), the table gives the accuracy among
 the rubrics that were scored, and the share of valid rubrics naming the held-out query's own entity or another one
@@ -20,19 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import statistics
-import sys
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from toy.rubric_scorer import ToyScorer, scorer_app  # noqa: E402
-from toy.rubric_stages import RubricQuickstartArguments, run  # noqa: E402
-from toy.rubric_task import entity_naming, toy_entities  # noqa: E402
-from toy.world import ToyWorld  # noqa: E402
+from experiments.cells import mean_sd
+from plumbing import atomic
+from toy.rubric_scorer import ToyScorer, scorer_app
+from toy.rubric_stages import RubricQuickstartArguments, run
+from toy.rubric_task import entity_naming, toy_entities
+from toy.world import ToyWorld
 
 
 def start_server(app, port: int):
@@ -79,9 +77,7 @@ def print_table(summaries: list[dict]) -> None:
         values = [s["rows"][name].get(key) for s in summaries]
         if any(v is None for v in values):
             return "–"
-        if len(values) == 1:
-            return f"{values[0]:.3f}"
-        return f"{statistics.fmean(values):.3f} ± {statistics.stdev(values):.3f}"
+        return mean_sd(values, 3)
 
     print(f"seeds {[s['seed'] for s in summaries]}")
     print("| method | valid JSON | preference accuracy | among valid rubrics | names the query's entity "
@@ -118,7 +114,7 @@ def main_cli() -> None:
     seconds = time.perf_counter() - started
     server.should_exit = True
     out = Path(args.out)
-    (out / "proof.json").write_text(json.dumps({**table, "seed": qs.seed, "seconds": seconds}, indent=2) + "\n")
+    atomic.write_json(out / "proof.json", {**table, "seed": qs.seed, "seconds": seconds})
     print_table([summary(out)])
     print(f"\nwall time (all stages not cached before): {seconds:.0f} s")
 

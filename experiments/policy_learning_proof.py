@@ -2,8 +2,9 @@
 (toy/policy_task.py), one shared noisy warm-up, then GRPO per topology and seed, each trained policy played
 against its step-0 self by the toy oracle on the GRPO prompts and on held-out prompts.
 
-    .venv/bin/python bench/policy_learning_proof.py --seeds 0 1 2 --topologies round_robin seeded_single_elimination
-    .venv/bin/python bench/policy_learning_proof.py --seeds 0 --topologies round_robin \
+    .venv/bin/python -m experiments.policy_learning_proof --seeds 0 1 2 \
+        --topologies round_robin seeded_single_elimination
+    .venv/bin/python -m experiments.policy_learning_proof --seeds 0 --topologies round_robin \
         --judge-path runs/quickstart/judge --retrievers wiki=runs/quickstart/indexes/wiki \
         arxiv=runs/quickstart/indexes/arxiv            # the quickstart's trained tiny judge as the match judge
 
@@ -15,17 +16,13 @@ cached under --out (delete a folder to redo it); results go to `<out>/results.js
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from toy.policy_stages import (  # noqa: E402
+from experiments.cells import mean_sd, tournament_stats
+from plumbing import atomic
+from toy.policy_stages import (
     PolicyQuickstartArguments,
     evaluate,
     grpo,
@@ -33,8 +30,8 @@ from toy.policy_stages import (  # noqa: E402
     warm_up,
     write_task,
 )
-from toy.policy_task import PARTS, ToyPolicyTask  # noqa: E402
-from toy.world import ToyWorld  # noqa: E402
+from toy.policy_task import PARTS, ToyPolicyTask
+from toy.world import ToyWorld
 
 
 def topology_flags(name: str) -> list[str]:
@@ -42,16 +39,6 @@ def topology_flags(name: str) -> list[str]:
     if name in ("anchor", "seeded_single_elimination"):
         flags += ["--greedy_anchor", "true"]  # ArenaRL: the anchor is the policy's greedy decode
     return flags
-
-
-def run_stats(run: Path) -> dict[str, float]:
-    state = json.loads((run / "trainer_state.json").read_text())
-    logs = [h for h in state["log_history"] if "tournament/judge_calls" in h]
-    runtime = next(h["train_runtime"] for h in state["log_history"] if "train_runtime" in h)
-    steps = state["global_step"]
-    return {"judge_calls_per_step": statistics.mean(h["tournament/judge_calls"] for h in logs),
-            "tie_rate": statistics.mean(h["tournament/tie_rate"] for h in logs),
-            "seconds_per_step": runtime / steps, "steps": steps}
 
 
 def main() -> None:
@@ -82,14 +69,12 @@ def main() -> None:
             started = time.perf_counter()
             grpo(warm, data, run_dir, args.grpo_steps, seed, [*topology_flags(topology), *judge, *args.extra.split()])
             table = evaluate(task, warm, run_dir, qs.eval_samples, seed)
-            results.setdefault(topology, []).append({"seed": seed, **run_stats(run_dir), **table,
+            results.setdefault(topology, []).append({"seed": seed, **tournament_stats(run_dir), **table,
                                                      "wall_seconds": time.perf_counter() - started})
-    (out / f"results-{tag}.json").write_text(json.dumps(results, indent=2) + "\n")
+    atomic.write_json(out / f"results-{tag}.json", results)
 
     def ms(values) -> str:
-        values = list(values)
-        return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}" if len(values) > 1 \
-            else f"{values[0]:.3f}"
+        return mean_sd(values, 3)
 
     print(f"| judge | topology | judge calls / step | s / step | {' | '.join(f'win rate ({p})' for p in PARTS)} | "
           f"{' | '.join(f'truth ({p}) before → after' for p in PARTS)} |")

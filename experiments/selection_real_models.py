@@ -2,11 +2,11 @@
 UltraFeedback-shaped pairs and on multi-candidate sets, against the length baseline and a random pick, each judge
 with and without its search tool.
 
-    .venv/bin/python bench/selection_real_models.py --out runs/selection-real \
+    .venv/bin/python -m experiments.selection_real_models --out runs/selection-real \
         --judges zero-shot=smollm2-135m-instruct toy=runs/learning-proof/c-composite-30x1e-05-hedge0.25-s1 \
         --toy-retrievers wiki=IDX/wiki arxiv=IDX/arxiv \
         [--synth runs/wiki-synth-llm --wiki-retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25]
-    .venv/bin/python bench/selection_real_models.py --out runs/selection-real --table     # the table only
+    .venv/bin/python -m experiments.selection_real_models --out runs/selection-real --table     # the table only
 
 Row files, written once under <out>/data:
 - `toy-uf.jsonl`: held-out toy-world questions (split test), each with the best- and worst-rated of 4 toy answers,
@@ -29,19 +29,15 @@ import argparse
 import json
 import logging
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from data_synthesis.pairs import preference_rows  # noqa: E402
-from eval.metrics import bootstrap_ci  # noqa: E402
-from eval.preference_sets import load_preference_sets  # noqa: E402
-from openrm.judge_spec import is_plugin_judge  # noqa: E402
-from plumbing import atomic  # noqa: E402
+from data_synthesis.pairs import preference_rows
+from eval.metrics import bootstrap_ci
+from eval.preference_sets import load_preference_sets
+from openrm.judge_spec import is_plugin_judge
+from plumbing import atomic
 
 logger = logging.getLogger("selection_real_models")
 CANDIDATES = 4
@@ -123,7 +119,7 @@ def run_cell(data: Path, judge: str, retrievers: list[str], no_tools: bool, out:
 
         records = VerdictStore(out / "selections.jsonl", key="index").records
         report = {"selection": selection_metrics(load_preference_sets(data).sets, records), "note": str(exc)}
-        report_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        atomic.write_json(report_path, report, indent=1)
         return report
 
 
@@ -221,9 +217,9 @@ def main() -> None:
                     "seconds_per_row": sel["judge_seconds"] / max(sel["rows"], 1)})
                 logger.info("%s / %s (%s): %s", name, judge, mode, entry["cells"][-1])
         results["rows"][name] = entry
-    (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    atomic.write_json(args.out / "results.json", results, indent=1)
     table = markdown(results)
-    (args.out / "results.md").write_text(table, encoding="utf-8")
+    atomic.write_text(args.out / "results.md", table)
     print(table)
 
 

@@ -2,10 +2,11 @@
 our own tags, chat-template control strings, the question quoted back, a claimed source) earns against the right
 answer — wins plus half ties, with a 95 % bootstrap interval — with and without search.
 
-    .venv/bin/python bench/hacking_audit.py --judge runs/qs1/judge --toy-world 0 --domains wiki science \
+    .venv/bin/python -m experiments.hacking_audit --judge runs/qs1/judge --toy-world 0 --domains wiki science \
         --retrievers wiki=runs/qs1/indexes/wiki arxiv=runs/qs1/indexes/arxiv --out runs/audit/toy
-    .venv/bin/python bench/hacking_audit.py --judge runs/real-judge/judges/grpo --data runs/real-judge/data/dataset \
-        --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25 --out runs/audit/real
+    .venv/bin/python -m experiments.hacking_audit --judge runs/real-judge/judges/grpo \
+        --data runs/real-judge/data/dataset --out runs/audit/real \
+        --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25
 
 Each kind is saved to OUT/audit.json as it ends; a rerun with the same judge and pairs goes on from there.
 Pairs: the test split of --data (any judge dataset), or held-out short pairs of a toy world (--toy-world). A judge
@@ -17,15 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from eval.hostile import KINDS, audit  # noqa: E402
-from plumbing import atomic  # noqa: E402
+from eval.hostile import KINDS, audit
+from plumbing import atomic
 
 
 def main() -> None:
@@ -85,7 +82,7 @@ def main() -> None:
             cells.append(f"{r['earned']:.2f} ({r['ci95'][0]:.2f}-{r['ci95'][1]:.2f}) | {r['ties']} of {r['pairs']}")
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     table = "\n".join(lines) + "\n"
-    (args.out / "audit.md").write_text(table, encoding="utf-8")
+    atomic.write_text(args.out / "audit.md", table)
     print(table)
 
 

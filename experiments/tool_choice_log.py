@@ -1,7 +1,7 @@
 """What GRPO paid for each tool choice: a `--trajectory_log` JSONL of train/grpo_openrm.py, summarised per window of
 steps by gold tool → first tool called (completions, mean reward, mean R_EM).
 
-    .venv/bin/python bench/tool_choice_log.py runs/x/trajectories.rank0.jsonl --window 5
+    .venv/bin/python -m experiments.tool_choice_log runs/x/trajectories.rank0.jsonl --window 5
 
 If a row's reward is higher for the right tool but its count falls from window to window, the policy moves away from
 the tool its reward pays (TRL's 'dapo' loss did that to the from-scratch judge's tool choice; the learning proof

@@ -3,7 +3,7 @@ RewardBench, PandaLM, LLMBar, JudgeBench, Auto-J and MT-Bench human judgments, b
 sections (`data_synthesis.wiki_pairs`: the article's lead section against the same text with its numbers changed,
 or against another article of the topic), with search over the real Wikipedia index.
 
-    .venv/bin/python bench/benchmarks_real_text.py [--judges zero-shot=smollm2-135m-instruct toy=runs/qs1/judge] \
+    .venv/bin/python -m experiments.benchmarks_real_text [--judges zero-shot=smollm2-135m-instruct toy=runs/qs1/judge] \
         [--no-tools toy] [--n 12] [--long 2] [--out runs/wiki-bench]
 
 Both tools (WIKI and ARXIV) search the real Wikipedia bm25 index (there is no offline arXiv text). Every judge runs
@@ -18,16 +18,13 @@ import argparse
 import json
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from data_synthesis.wiki_benchmarks import WRITERS, write_files  # noqa: E402
-from eval import loaders  # noqa: E402
-from retrieval.wikipedia import packaged_index  # noqa: E402
+from data_synthesis.wiki_benchmarks import WRITERS, write_files
+from eval import loaders
+from plumbing import atomic
+from retrieval.wikipedia import packaged_index
 
 
 def length_baseline(examples: list[dict]) -> float:
@@ -83,7 +80,7 @@ def main() -> None:
                          "truncated": j["context"]["truncated"], "context_failed": j["context"]["failed"],
                          "wall_seconds": time.perf_counter() - t})
             print(json.dumps(rows[-1]), flush=True)
-    (args.out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    atomic.write_json(args.out / "summary.json", rows, indent=1)
     print("| benchmark | judge | pairs | accuracy (95 % CI) | unparsed orders | searches / pair | s / pair "
           "| cut to fit |")
     print("|---|---|---:|---|---:|---:|---:|---:|")

@@ -3,12 +3,12 @@
 facts, entities split into warm-up / GRPO / held-out), a warm-up that searches in a share of its trajectories, then
 GRPO per topology and seed with one match judge, each trained agent played against its step-0 self by the toy oracle.
 
-    .venv/bin/python bench/agent_policy_proof.py --judge toy-oracle --seeds 0 --topologies round_robin
-    .venv/bin/python bench/agent_policy_proof.py --judge runs/quickstart/judge --tag trained \\
+    .venv/bin/python -m experiments.agent_policy_proof --judge toy-oracle --seeds 0 --topologies round_robin
+    .venv/bin/python -m experiments.agent_policy_proof --judge runs/quickstart/judge --tag trained \\
         --judge-retrievers wiki=runs/quickstart/indexes/wiki arxiv=runs/quickstart/indexes/arxiv
-    .venv/bin/python bench/agent_policy_proof.py --judge runs/quickstart/judge --tag trained-nosearch
-    .venv/bin/python bench/agent_policy_proof.py --table          # every finished run under --out, one table
-    .venv/bin/python bench/agent_policy_proof.py --null 8 --eval-prompts 50   # the measure's null, per seed
+    .venv/bin/python -m experiments.agent_policy_proof --judge runs/quickstart/judge --tag trained-nosearch
+    .venv/bin/python -m experiments.agent_policy_proof --table          # every finished run under --out, one table
+    .venv/bin/python -m experiments.agent_policy_proof --null 8 --eval-prompts 50   # the measure's null, per seed
 
 Reported per run, on held-out entities (never in a GRPO batch or the warm-up) and on the GRPO entities: the toy
 oracle's win rate of the trained agent against its step-0 self (T = 1 samples, ties half, 95 % bootstrap over
@@ -23,18 +23,19 @@ import json
 import logging
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 
+from experiments.cells import mean_sd as ms
+from experiments.cells import tournament_logs, tournament_stats
+from plumbing import atomic
+from toy.agent_task import PARTS, ToyAgentTask
+from toy.stages import write_task_files
+from toy.world import ToyWorld
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from toy.agent_task import PARTS, ToyAgentTask  # noqa: E402
-from toy.stages import write_task_files  # noqa: E402
-from toy.world import ToyWorld  # noqa: E402
-
-logger = logging.getLogger("bench.agent_policy_proof")
+logger = logging.getLogger("experiments.agent_policy_proof")
 CONFIG = ROOT / "configs/grpo_policy/smollm2_agent_cpu.yaml"
 REFUSALS = ("do not know", "don't know", "unknown", "cannot", "not sure")
 
@@ -64,7 +65,7 @@ def samples_of(model: Path, rows: list[dict], args, locations: dict, cache: Path
     if cache.exists():
         return json.loads(cache.read_text())
     out = sample_agent_answers(model, [r["prompt"] for r in rows], args.eval_samples, 1.0, locations, seed=seed)
-    cache.write_text(json.dumps(out) + "\n")
+    atomic.write_json(cache, out, indent=None)
     return out
 
 
@@ -118,22 +119,17 @@ def null_draws(task: ToyAgentTask, warm: Path, args, locations: dict, draws: int
                "intervals_holding_half": sum(r["covers_half"] for r in results),
                "truth_base": answer_stats(oracle, rows, base)["truth"]}
     name = f"null-{args.eval_prompts}x{args.eval_samples}-s{seed}.json"
-    (args.out / name).write_text(json.dumps(summary, indent=1) + "\n")
+    atomic.write_json(args.out / name, summary, indent=1)
     return summary
 
 
 def run_stats(run: Path) -> dict:
-    state = json.loads((run / "trainer_state.json").read_text())
-    logs = [h for h in state["log_history"] if "tournament/judge_calls" in h]
-    runtime = next(h["train_runtime"] for h in state["log_history"] if "train_runtime" in h)
+    logs = tournament_logs(run)
     quarter = max(len(logs) // 4, 1)
     kinds = sorted({k for h in logs for k in h if k.startswith("hostile/")})
     hostile = {k.removeprefix("hostile/"): [statistics.fmean(h.get(k, 0.0) for h in part)
                                             for part in (logs[:quarter], logs[-quarter:])] for k in kinds}
-    return {"judge_calls_per_step": statistics.fmean(h["tournament/judge_calls"] for h in logs),
-            "tie_rate": statistics.fmean(h["tournament/tie_rate"] for h in logs),
-            "seconds_per_step": runtime / state["global_step"], "steps": state["global_step"],
-            "hostile_first_last_quarter": hostile}
+    return {**tournament_stats(run), "hostile_first_last_quarter": hostile}
 
 
 def grpo_runner(warm: Path, data: Path, run_dir: Path, steps: int, seed: int, extra: list[str]):
@@ -142,12 +138,6 @@ def grpo_runner(warm: Path, data: Path, run_dir: Path, steps: int, seed: int, ex
     return lambda resume: train_policy(*parse([
         "--config", str(CONFIG), "--model_name_or_path", str(warm), "--dataset", str(data / "grpo.jsonl"),
         "--output_dir", str(run_dir), "--max_steps", str(steps), "--seed", str(seed), *extra, *resume]))
-
-
-def ms(values) -> str:
-    values = list(values)
-    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}" if len(values) > 1 else \
-        f"{values[0]:.2f}"
 
 
 def print_table(out: Path) -> None:
@@ -262,7 +252,7 @@ def main() -> None:
             table = evaluate(task, warm, run, args, locations, seed)
             result = {"tag": tag, "topology": topology, "seed": seed, **run_stats(run), "table": table,
                       "wall_seconds": time.perf_counter() - started}
-            (run_dir / "agent_result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+            atomic.write_json(run_dir / "agent_result.json", result, indent=1)
             logger.info("%s %s seed %d: %s", tag, topology, seed, json.dumps(table))
     print_table(args.out)
 

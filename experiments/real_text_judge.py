@@ -2,7 +2,7 @@
 trajectories in both orders, optional GRPO with live search over the real Wikipedia index, then one table on
 held-out articles.
 
-    .venv/bin/python bench/real_text_judge.py [--out runs/real-judge] [--seed 0] [--grpo-steps 0]
+    .venv/bin/python -m experiments.real_text_judge [--out runs/real-judge] [--seed 0] [--grpo-steps 0]
 
 Stages (each cached under --out and reused when its inputs match; GRPO resumes from its last checkpoint):
 1. the pair dataset: `data_synthesis.wiki_judge_pairs` (an article's lead section cut to one sentence, two or three
@@ -40,34 +40,26 @@ import hashlib
 import json
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from eval.breakdown import kind_of, length_of
+from openrm.card import JudgeCard
+from openrm.models import resolve
+from plumbing import atomic
+from retrieval.wikipedia import packaged_index
+from toy.judge_stages import grpo, judging_settings
+from toy.stages import built, on_gpu
+from toy.warmup import run_sft
+from train.trajectories import TRACES
 
-from openrm.card import JudgeCard  # noqa: E402
-from openrm.models import resolve  # noqa: E402
-from retrieval.wikipedia import packaged_index  # noqa: E402
-from toy.judge_stages import grpo, judging_settings  # noqa: E402
-from toy.stages import built, on_gpu  # noqa: E402
-from toy.warmup import run_sft  # noqa: E402
-from train.trajectories import TRACES  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 logger = logging.getLogger("real_text_judge")
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_wiki_cpu.yaml"
 RESTATE_TOKENS = 480  # both answers of 150 words restated, with their tags and the verdict
 ROWS = ("zero-shot", "warm-up", "warm-up, no search", "warm-up, retrieve-then-judge", "after GRPO",
         "after GRPO, no search")
-
-
-def kind_of(e: dict) -> str:
-    return e["meta"]["source"].split("/")[-1]
-
-
-def length_of(e: dict) -> str:
-    return next((f["value"] for f in e["meta"].get("facts") or [] if f["attribute"] == "length"), "-")
 
 
 def longer(e: dict) -> str:
@@ -265,8 +257,8 @@ def main() -> None:
             continue
         results["rows"][name] = judge_row(name, folders[judge], dataset, test, retrievers, settings, args)
     results["seconds"] = time.perf_counter() - started
-    (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    (args.out / "results.md").write_text(table(results), encoding="utf-8")
+    atomic.write_json(args.out / "results.json", results, indent=1)
+    atomic.write_text(args.out / "results.md", table(results))
     print(table(results))
 
 

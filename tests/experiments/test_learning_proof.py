@@ -1,0 +1,61 @@
+"""experiments/learning_proof.py: one warm-up per seed and stage, every reward variant trained from it, and run
+folders named by the settings given on the command line."""
+
+from toy.world import ToyWorld
+
+
+def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, monkeypatch):
+    import argparse
+    import importlib
+
+    proof = importlib.import_module("experiments.learning_proof")
+    warmed, trained = [], []
+    monkeypatch.setattr(proof, "resolve", lambda name: str(tmp_path / name))
+    monkeypatch.setattr(proof, "warm_up", lambda world, base, out, plan: warmed.append((out.name, plan)) or out)
+    monkeypatch.setattr(proof, "grpo", lambda start, data, indexes, out, steps, *extra: trained.append(
+        (start.name, out.name, extra)) or out)
+    monkeypatch.setattr(proof, "judged", lambda *a, **kw: {"accuracy": 1.0})
+    monkeypatch.setattr(proof, "measured", lambda *a, **kw: {"accuracy": 0.0})
+    monkeypatch.setattr(proof, "curve", lambda run: [])
+    args = argparse.Namespace(stage="a", seeds=[0, 1], model="smollm2-135m-instruct", sft_steps=40, sft_batch=8,
+                              sft_lr=1e-4, domains=["wiki", "science"], variants=["composite", "em_only"],
+                              grpo_steps=30, grpo_lr=1e-5, tool_term="share", grpo_generations=8, grpo_beta=0.04,
+                              grpo_batch=None, hedge_share=0.0, out=tmp_path)
+    runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
+    assert [(name, plan.random_tool, plan.seed) for name, plan in warmed] == [
+        ("a-sft-s0-40x8", True, 0), ("a-sft-s1-40x8", True, 1)]
+    suffix = "30x1e-05-g8-kl0.04"  # settings given on the command line name the run
+    assert [(start, out) for start, out, _ in trained] == [
+        ("a-sft-s0-40x8", f"a-composite-{suffix}-s0"), ("a-sft-s0-40x8", f"a-em_only-{suffix}-s0"),
+        ("a-sft-s1-40x8", f"a-composite-{suffix}-s1"), ("a-sft-s1-40x8", f"a-em_only-{suffix}-s1")]
+    extra = trained[1][2]
+    assert extra[:2] == ("--reward_variant", "em_only")
+    assert extra[extra.index("--num_generations") + 1] == "8" and extra[extra.index("--beta") + 1] == "0.04"
+    assert set(runs) == {"sft/s0", "sft/s1", f"composite-{suffix}/s0", f"em_only-{suffix}/s0",
+                         f"composite-{suffix}/s1", f"em_only-{suffix}/s1"}
+    assert f"| GRPO composite-{suffix} | 2 |" in proof.table(runs, args)
+    # stage C: the warm-up searches in a share of its trajectories; its folder says so, and the table counts searches
+    warmed.clear(), trained.clear()
+    args.stage, args.search_share, args.variants, args.seeds = "c", 0.3, ["composite"], [2]
+    runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
+    assert [(name, plan.random_tool, plan.search_share) for name, plan in warmed] == [
+        ("c-sft-s2-40x8-search0.3", False, 0.3)]
+    assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-s2"]
+    assert "searches_per_order" in proof.table(runs, args).splitlines()[0]
+    # hedged training pairs: the warm-up plan carries the share, and the warm-up and run folders name it
+    warmed.clear(), trained.clear()
+    args.hedge_share = 0.25
+    proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
+    assert [(name, plan.hedge_share) for name, plan in warmed] == [("c-sft-s2-40x8-search0.3-hedge0.25", 0.25)]
+    assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-hedge0.25-s2"]
+
+
+def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
+    import argparse
+    import importlib
+
+    proof = importlib.import_module("experiments.learning_proof")
+    args = argparse.Namespace(tool_term="share", grpo_steps=30, grpo_lr=1e-5, grpo_generations=None, grpo_beta=None,
+                              grpo_batch=None, hedge_share=0.0)
+    extra = proof.grpo_overrides(args, "composite", 0, tmp_path)
+    assert "--num_generations" not in extra and "--beta" not in extra and proof.run_suffix(args) == "-30x1e-05"
