@@ -205,12 +205,13 @@ def test_bad_options_are_refused(bad):
 
 
 def test_policy_training_and_best_of_n_can_build_and_budget_it():
-    args = PolicyArguments(dataset="x", judge="toy-oracle", topology="active",
+    args = PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, topology="active",
                            topology_options='{"budget": 14, "rule": "closeness"}')
     assert args.topology_obj == Active(budget=14, rule="closeness")
     assert TOPOLOGIES["active"] is Active
     with pytest.raises(ValueError):
-        PolicyArguments(dataset="x", judge="toy-oracle", topology="active", topology_options='{"budgets": 14}')
+        PolicyArguments(dataset="x", judge="toy-oracle", world_seed=0, topology="active",
+                        topology_options='{"budgets": 14}')
     # eval.best_of_n builds Active() (half of round robin) and filters on expected calls per prompt
     assert expected_calls(Active(), [8], orders=2) == 14
     assert expected_calls(Active(), [8, 16], orders=1) == (2 * 14 + 2 * 60) / 2
