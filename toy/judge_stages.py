@@ -34,6 +34,14 @@ def toy_indexes(corpora: Path, out: Path) -> dict[str, Path]:
     return {tsv.stem: out / tsv.stem for tsv in sorted(corpora.glob("*.tsv"))}
 
 
+def config_key(config: Path) -> str:
+    """A YAML config's values, hashed: editing a comment does not discard a finished run made from it."""
+    import yaml
+
+    values = yaml.safe_load(config.read_text(encoding="utf-8"))
+    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: int, *extra: str,
          config: Path = GRPO_CONFIG) -> Path:
     """GRPO from `model` with `config`; `extra` are more command-line overrides. A run folder made from another
@@ -43,7 +51,7 @@ def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: in
     if on_gpu():  # the CPU config pins use_cpu
         extra = (*extra, "--use_cpu", "false")
     start = {"model": str(model), "warmup": json.loads((model / "warmup.json").read_text()),
-             "config": hashlib.sha256(config.read_bytes()).hexdigest(), "extra": list(extra)}
+             "config": config_key(config), "extra": list(extra)}
     return trained(out, start, steps, RUN_FILE, lambda resume: train_judge(*parse([
         "--config", str(config), "--model_name_or_path", str(model), "--dataset", str(data / "dataset"),
         "--output_dir", str(out), "--max_steps", str(steps),

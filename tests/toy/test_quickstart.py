@@ -260,3 +260,14 @@ def test_run_sft_passes_its_schedule_and_a_tenth_of_the_steps_warming_up(schedul
     argv = seen["argv"]
     assert argv[argv.index("--lr_scheduler_type") + 1] == schedule
     assert argv[argv.index("--warmup_steps") + 1] == "5"
+
+
+def test_a_comment_in_the_grpo_config_keeps_a_finished_run_but_a_value_does_not(tmp_path):
+    from toy.judge_stages import config_key
+
+    a, b, c = (tmp_path / f"{x}.yaml" for x in "abc")
+    a.write_text("# one comment\nlearning_rate: 1.0e-5\nmax_steps: 20\n")
+    b.write_text("# another comment\nmax_steps: 20   # steps\nlearning_rate: 1.0e-5\n")
+    c.write_text("# one comment\nlearning_rate: 2.0e-5\nmax_steps: 20\n")
+    assert config_key(a) == config_key(b)
+    assert config_key(a) != config_key(c)
