@@ -30,16 +30,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # `accelerate launch train/grpo_openrm.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from train.judge_trainer import build_trainer, parse, save_judge  # noqa: E402
-from train.runs import resume_point  # noqa: E402
+from train.judge_trainer import parse, train_judge  # noqa: E402
 
 
 def main(argv: list[str] | None = None):
-    script_args, training_args, model_args = parse(argv)
-    trainer = build_trainer(script_args, training_args, model_args)
-    trainer.train(resume_from_checkpoint=resume_point(training_args))
-    save_judge(trainer, script_args, training_args, model_args)
-    return trainer
+    return train_judge(*parse(argv))
 
 
 if __name__ == "__main__":

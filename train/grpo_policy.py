@@ -27,16 +27,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # `accelerate launch train/grpo_policy.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from train.policy_trainer import build_trainer, parse, save_policy  # noqa: E402
-from train.runs import resume_point  # noqa: E402
+from train.policy_trainer import parse, train_policy  # noqa: E402
 
 
 def main(argv: list[str] | None = None):
-    script_args, training_args, model_args = parse(argv)
-    trainer = build_trainer(script_args, training_args, model_args)
-    trainer.train(resume_from_checkpoint=resume_point(training_args))
-    save_policy(trainer, script_args, training_args, model_args)
-    return trainer
+    return train_policy(*parse(argv))
 
 
 if __name__ == "__main__":

@@ -22,19 +22,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # `accelerate launch train/grpo_rubric_generator.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from train.rubric_trainer import build_trainer, close_scorer, parse, save_rubric_generator  # noqa: E402
-from train.runs import resume_point  # noqa: E402
+from train.rubric_trainer import parse, train_rubric_generator  # noqa: E402
 
 
 def main(argv: list[str] | None = None):
-    script_args, training_args, model_args = parse(argv)
-    trainer = build_trainer(script_args, training_args, model_args)
-    try:
-        trainer.train(resume_from_checkpoint=resume_point(training_args))
-    finally:
-        close_scorer(trainer)
-    save_rubric_generator(trainer, script_args, training_args, model_args)
-    return trainer
+    return train_rubric_generator(*parse(argv))
 
 
 if __name__ == "__main__":
