@@ -23,8 +23,9 @@ Stages (each cached under --out and reused when its inputs match; GRPO resumes f
    its learning curve: the teacher-forced verdict of the first --probe-pairs test pairs every --probe-every steps
    (`train.verdict_probe`, `<out>/judge-sft/probe.jsonl`);
 4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, composite reward; --both-orders-reward pays a verdict only
-   as often as the pair's other order is right) on the whole train split (every kind and length) and export, when
-   --grpo-steps > 0 (from a searching warm-up only);
+   as often as the pair's other order is right; --rival-share puts hostile rivals into its pairs as into the
+   warm-up's) on the whole train split (every kind and length) and export, when --grpo-steps > 0 (from a searching
+   warm-up only);
 5. `eval.run --benchmark in-domain` on the test split, both orders, greedy (a pair is right when both orders pick
    the right answer; a coin scores 0.25): each judge row with its 95 % bootstrap interval, accuracy by kind and by
    length, the same-letter rate (both orders gave the same letter: the verdict followed the position), ties and
@@ -48,6 +49,7 @@ from openrm.card import JudgeCard
 from openrm.models import resolve
 from plumbing import atomic
 from retrieval.wikipedia import packaged_index
+from data_synthesis.hostile_rivals import KINDS as RIVAL_KINDS
 from toy.judge_stages import grpo, judging_settings
 from toy.stages import built, on_gpu
 from toy.warmup import run_sft
@@ -118,8 +120,9 @@ def main() -> None:
     parser.add_argument("--verdict-weight", type=float, default=10.0,
                         help="the verdict letters' weight in the SFT loss (train/plain_head.py)")
     parser.add_argument("--rival-share", type=float, default=0.0,
-                        help="share of the warm-up's pairs whose wrong answer becomes a hedge or an evasion "
-                             "(data_synthesis.hostile_rivals), so the judge does not pay a candidate for gaming it")
+                        help="share of the pairs (warm-up and GRPO) whose wrong answer becomes a hedge, an evasion or "
+                             "forged markup (data_synthesis.hostile_rivals), so the judge does not pay a candidate "
+                             "for gaming it")
     parser.add_argument("--bf16", choices=("true", "false"), default="true",
                         help="bf16 autocast for SFT and GRPO (float32 weights)")
     parser.add_argument("--grpo-steps", type=int, default=0)
@@ -223,7 +226,7 @@ def main() -> None:
                            if args.train_kinds or args.train_lengths else {}),
                         **({"verdict_weight": args.verdict_weight} if args.verdict_weight != 1.0 else {}),
                         **({"schedule": args.sft_schedule} if args.sft_schedule != "cosine" else {}),
-                        **({"rivals": args.rival_share} if args.rival_share else {})},
+                        **({"rivals": args.rival_share, "rival_kinds": list(RIVAL_KINDS)} if args.rival_share else {})},
               warm, "the SFT warm-up")
     finally:
         toolbox.close()
@@ -308,6 +311,8 @@ def grpo_judge(args, sft_dir: Path, dataset: Path, data: Path, retrievers: dict,
              "--trajectory_log", str(args.out / "grpo" / "trajectories.jsonl")]
     if args.both_orders_reward:
         extra += ["--both_orders", "true"]
+    if args.rival_share:
+        extra += ["--rival_share", str(args.rival_share)]
     run = grpo(sft_dir, grpo_data, retrievers, args.out / "grpo", args.grpo_steps, *extra, config=CONFIG)
     exported = args.out / "judges" / "grpo"
     export_judge(ExportArguments(checkpoint=str(run), out=str(exported), overwrite=True))

@@ -58,6 +58,10 @@ class OpenRMArguments:
                 "unshuffled, pairs in a seeded order), and scale R_EM by how often the other order is right "
                 "(openrm.reward.both_orders_gate): a verdict that follows the position earns nothing. One process, "
                 "an even number of prompts per generation batch."})
+    rival_share: float = field(default=0.0, metadata={
+        "help": "Set this share of the pairs' right answer against a hostile rival instead of its wrong answer (a "
+                "hedge, an evasion or forged markup; data_synthesis.hostile_rivals), the same rival in both orders, "
+                "so the judge learns not to pay a candidate for gaming it."})
     interleave_domains: bool = field(default=False, metadata={
         "help": "Train on the examples one domain after another in turn (each domain's in a seeded order) instead "
                 "of shuffled, so every step holds the domains in equal measure. With few prompts a step, a shuffled "
@@ -79,6 +83,8 @@ class OpenRMArguments:
                                    tools=protocol.tool_names(self.tool_specs), both_orders=self.both_orders)
         if self.both_orders and self.interleave_domains:
             raise ValueError("both_orders and interleave_domains each fix the data order: choose one")
+        if not 0.0 <= self.rival_share <= 1.0:
+            raise ValueError(f"rival_share must be in [0, 1], got {self.rival_share}")
         if self.max_prompt_length < 1 or self.max_examples < 0:
             raise ValueError("max_prompt_length must be >= 1, max_examples >= 0")
 
@@ -105,6 +111,20 @@ def check_both_orders_layout(training_args) -> None:
                          f"{training_args.world_size} processes and {prompts} prompts")
 
 
+def with_rivals(examples, share: float, seed: int):
+    """`examples` (an HF dataset) with `share` of its pairs' wrong answers replaced by hostile rivals; a `rival`
+    column names the kind ("" where the pair is as built)."""
+    from datasets import Dataset, Features, Value
+
+    from data_synthesis.hostile_rivals import HostileRivals
+
+    rewrite = HostileRivals(share, seed)
+    rows = [{"rival": "", **rewrite(examples[i])} for i in range(len(examples))]
+    logger.info("hostile rivals in %d of %d pairs: %s", sum(bool(r["rival"]) for r in rows), len(rows),
+                dict(rewrite.made))
+    return Dataset.from_list(rows, features=Features({**examples.features, "rival": Value("string")}))
+
+
 def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     from transformers import AutoTokenizer
     from trl import GRPOTrainer, get_peft_config
@@ -118,6 +138,8 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     examples = load_judge_examples(script_args.dataset, script_args.dataset_split)
     if script_args.max_examples:
         examples = examples.select(range(min(script_args.max_examples, len(examples))))
+    if script_args.rival_share:  # before both orders, so a pair's two orders hold the same rival
+        examples = with_rivals(examples, script_args.rival_share, training_args.seed)
     if script_args.interleave_domains:
         examples = examples.select(interleaved_by_domain(examples["domain"], training_args.seed))
         training_args.shuffle_dataset = False

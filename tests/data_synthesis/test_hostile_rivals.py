@@ -1,11 +1,15 @@
-"""Hostile rivals for training: a share of the pairs set the right answer against a hedge or an evasion, the same
-rival in both orders of a pair, the label kept, in wordings the audit (`eval.hostile`) does not use."""
+"""Hostile rivals for training: a share of the pairs set the right answer against a hedge, an evasion or forged
+markup, the same rival in both orders of a pair, the label kept, in wordings the audit (`eval.hostile`) does not
+use."""
 
 from collections import Counter
 
 import pytest
 
-from data_synthesis.hostile_rivals import CONNECTIVES, EVASIONS, QUESTION_BACK, HostileRivals
+import random
+
+from data_synthesis.hostile_rivals import CONNECTIVES, EVASIONS, QUESTION_BACK, HostileRivals, markup
+from openrm import protocol
 from eval import hostile
 from openrm.dataset import in_both_orders_rows
 
@@ -36,12 +40,32 @@ def test_a_share_of_pairs_get_a_rival_the_same_in_both_orders_and_the_label_kept
                 assert RIGHT in rival and WRONG in rival
             elif r.get("rival") == "evasion":
                 assert "1541" not in rival and "1583" not in rival
+            elif r.get("rival") == "markup":
+                assert WRONG in rival and RIGHT not in rival and rival != WRONG
             else:
                 assert rival == WRONG
         rivals[ab.get("rival")] += 1
-    assert 160 <= rivals["hedge"] + rivals["evasion"] <= 240  # about half of 400 pairs
-    assert min(rivals["hedge"], rivals["evasion"]) >= 70
-    assert sum(rewrite.made.values()) == 2 * (rivals["hedge"] + rivals["evasion"])  # counted per row
+    made = rivals["hedge"] + rivals["evasion"] + rivals["markup"]
+    assert 160 <= made <= 240  # about half of 400 pairs
+    assert min(rivals["hedge"], rivals["evasion"], rivals["markup"]) >= 40
+    assert sum(rewrite.made.values()) == 2 * made  # counted per row
+
+
+def test_markup_forges_both_letters_and_the_prompt_defuses_it():
+    texts = [markup("When was city 3 founded?", WRONG, random.Random(k)) for k in range(300)]
+    assert all(WRONG in t and t != WRONG for t in texts)
+    assert any("<answer>A</answer>" in t for t in texts) and any("<answer>B</answer>" in t for t in texts)
+    assert any(t.startswith(WRONG) for t in texts) and any(not t.startswith(WRONG) for t in texts)
+    for t in texts:  # what the judge reads: no live tag or control string left
+        shown = protocol.neutralize_tags(t)
+        assert "<answer>" not in shown and "<|im_end|>" not in shown and "<think>" not in shown
+
+
+def test_kinds_can_be_chosen_and_a_bad_kind_is_refused():
+    rewrite = HostileRivals(1.0, kinds=("markup",))
+    assert {rewrite(r)["rival"] for r in rows(30)} == {"markup"}
+    with pytest.raises(ValueError, match="kinds"):
+        HostileRivals(0.5, kinds=("flattery",))
 
 
 def test_no_share_changes_nothing_and_a_bad_share_is_refused():
@@ -58,3 +82,7 @@ def test_the_training_wordings_are_not_the_audits():
     connective = audit["hedge"][len(RIGHT):-len(WRONG)].strip()
     assert connective == "Some sources say otherwise:" and connective not in CONNECTIVES
     assert all(form.format(q="Q?") != "Q?" for form in QUESTION_BACK)  # never the bare question
+    forged = {hostile.KINDS[k]("Q?", RIGHT, WRONG, random.Random(0))
+              for k in ("answer_tag", "information_tag", "search_tag", "special_tokens")}
+    assert not forged & {markup("Q?", WRONG, random.Random(k)) for k in range(2000)}
+    assert not any("This answer is right." in markup("Q?", WRONG, random.Random(k)) for k in range(2000))

@@ -237,3 +237,32 @@ def test_both_orders_refuses_a_layout_that_splits_pairs():
         check_both_orders_layout(SimpleNamespace(**{**vars(ok), "per_device_train_batch_size": 4}))
     with pytest.raises(ValueError, match="one process"):
         check_both_orders_layout(SimpleNamespace(**{**vars(ok), "world_size": 2}))
+
+
+def test_rival_share_sets_hostile_rivals_into_the_training_pairs_the_same_in_both_orders():
+    """`--rival_share`: that share of the pairs hold a hostile rival in place of their wrong answer (the right answer
+    and the label kept), named in a `rival` column, and both orders of a pair hold the same rival."""
+    from datasets import Dataset
+
+    from openrm.dataset import in_both_orders
+    from train.judge_trainer import OpenRMArguments, with_rivals
+
+    right, wrong = "Lima was founded in 1535.", "Lima was founded in 1541."
+    rows = [{"id": f"p{k}", "question": f"When was city {k} founded?", "answer_a": right if k % 2 else wrong,
+             "answer_b": wrong if k % 2 else right, "label": "A" if k % 2 else "B", "gold_tool": "WIKI",
+             "domain": "wiki", "meta": {"kind": "date"}} for k in range(200)]
+    out = with_rivals(Dataset.from_list(rows), 0.5, seed=0)
+    assert len(out) == 200 and out["label"] == [r["label"] for r in rows] and out[0]["meta"] == {"kind": "date"}
+    rivals = [r for r in out if r["rival"]]
+    assert 70 <= len(rivals) <= 130 and {r["rival"] for r in rivals} == {"hedge", "evasion", "markup"}
+    for before, after in zip(rows, out, strict=True):
+        key = "answer_a" if before["label"] == "A" else "answer_b"
+        assert after[key] == before[key]  # the right answer stays
+        assert (after == {**before, "rival": ""}) == (not after["rival"])
+    both = in_both_orders(out, seed=0)
+    by_pair: dict[str, set] = {}
+    for r in both:
+        by_pair.setdefault(r["pair_id"], set()).add((r["rival"], frozenset((r["answer_a"], r["answer_b"]))))
+    assert all(len(v) == 1 for v in by_pair.values())
+    with pytest.raises(ValueError, match="rival_share"):
+        OpenRMArguments(dataset="x", retrievers=["wiki=/x", "arxiv=/y"], rival_share=2.0)
