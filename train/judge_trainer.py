@@ -58,6 +58,11 @@ class OpenRMArguments:
                 "unshuffled, pairs in a seeded order), and scale R_EM by how often the other order is right "
                 "(openrm.reward.both_orders_gate): a verdict that follows the position earns nothing. One process, "
                 "an even number of prompts per generation batch."})
+    order_groups: bool = field(default=False, metadata={
+        "help": "Train on every pair in both orders, each GRPO group holding half its completions in each order "
+                "(train/order_groups.py), R_EM unscaled: the group's advantages compare the two orders, so a judge "
+                "right in one order and wrong in the other learns from the order it gets wrong, where both_orders "
+                "pays such a pair 0 in both of its groups. Needs an even num_generations."})
     rival_share: float = field(default=0.0, metadata={
         "help": "Set this share of the pairs' right answer against a hostile rival instead of its wrong answer (a "
                 "hedge, an evasion or forged markup; data_synthesis.hostile_rivals), the same rival in both orders, "
@@ -81,8 +86,8 @@ class OpenRMArguments:
         self.reward = RewardConfig(variant=self.reward_variant, max_tool_calls=self.max_tool_calls,
                                    require_well_formed=self.require_well_formed, tool_term=self.tool_term,
                                    tools=protocol.tool_names(self.tool_specs), both_orders=self.both_orders)
-        if self.both_orders and self.interleave_domains:
-            raise ValueError("both_orders and interleave_domains each fix the data order: choose one")
+        if sum((self.both_orders, self.order_groups, self.interleave_domains)) > 1:
+            raise ValueError("both_orders, order_groups and interleave_domains each fix the data order: choose one")
         if not 0.0 <= self.rival_share <= 1.0:
             raise ValueError(f"rival_share must be in [0, 1], got {self.rival_share}")
         if self.max_prompt_length < 1 or self.max_examples < 0:
@@ -145,6 +150,7 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
         training_args.shuffle_dataset = False
     if script_args.both_orders:
         check_both_orders_layout(training_args)
+    if script_args.both_orders or script_args.order_groups:
         examples = in_both_orders(examples, training_args.seed)
         training_args.shuffle_dataset = False
     train_dataset = to_prompts(examples, script_args.tool_specs, script_args.max_tool_calls, tokenizer,
@@ -158,7 +164,10 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     reward = make_openrm_reward(script_args.reward, trajectory_log=_rank_path(script_args.trajectory_log))
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
-    return GRPOTrainer(model=model_path, reward_funcs=[reward], args=training_args,
+    trainer_class = GRPOTrainer
+    if script_args.order_groups:  # each group one pair in both orders
+        from train.order_groups import OrderGroupsTrainer as trainer_class
+    return trainer_class(model=model_path, reward_funcs=[reward], args=training_args,
                        train_dataset=train_dataset, processing_class=tokenizer,
                        peft_config=get_peft_config(model_args),
                        rollout_func=rollout_func)

@@ -225,6 +225,26 @@ def test_both_orders_puts_each_pair_in_one_batch_and_pays_only_what_the_other_or
     assert all("openrm/em_one_order" in h for h in trainer.state.log_history if "openrm/em" in h)
 
 
+@pytest.mark.slow
+def test_order_groups_put_a_pair_in_both_orders_into_each_group_and_pay_plain_verdicts(world_dir, tmp_path):
+    """`--order_groups`: each group of num_generations completions is one pair, its first half as given and its
+    second half swapped, and R_EM is the verdict's own (no gate: the group's advantages compare the orders)."""
+    from train.judge_trainer import parse, train_judge
+
+    train_judge(*parse(_args(world_dir, tmp_path / "run", "--max_steps", "2", "--save_steps", "10",
+                             "--order_groups", "true", "--trajectory_log", str(tmp_path / "traj.jsonl"))))
+    records = [json.loads(line) for line in (tmp_path / "traj.rank0.jsonl").read_text().splitlines()]
+    assert len(records) == 2 * 4 * N_GEN
+    pairs = set()
+    for k in range(0, len(records), N_GEN):
+        group = [r["id"] for r in records[k:k + N_GEN]]
+        given = group[0]
+        assert not given.endswith(":BA") and group == [given] * (N_GEN // 2) + [f"{given}:BA"] * (N_GEN // 2)
+        pairs.add(given)
+    assert len(pairs) == 2 * 4  # every group a new pair
+    assert all(r["em"] == float(r["answer"] == r["label"]) for r in records)
+
+
 def test_both_orders_refuses_a_layout_that_splits_pairs():
     from types import SimpleNamespace
 
@@ -264,5 +284,7 @@ def test_rival_share_sets_hostile_rivals_into_the_training_pairs_the_same_in_bot
     for r in both:
         by_pair.setdefault(r["pair_id"], set()).add((r["rival"], frozenset((r["answer_a"], r["answer_b"]))))
     assert all(len(v) == 1 for v in by_pair.values())
+    with pytest.raises(ValueError, match="choose one"):
+        OpenRMArguments(dataset="x", retrievers=["wiki=/x", "arxiv=/y"], both_orders=True, order_groups=True)
     with pytest.raises(ValueError, match="rival_share"):
         OpenRMArguments(dataset="x", retrievers=["wiki=/x", "arxiv=/y"], rival_share=2.0)
