@@ -12,120 +12,23 @@ extrapolation is given for both. Prints a markdown report; numbers go in bench/R
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import random
-import re
 import statistics
 import time
 from pathlib import Path
+
+from bench.corpus import dpr_like_corpus
+from bench.memory import rss_kb
+from bench.plaid import bytes_by_kind, encoder_rates, faiss_kmeans_flops, kmeans_points, num_centroids, sampled_passages
+from bench.search_speed import latencies
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 
 WIKI18 = 21_015_324  # passages in DPR's psgs_w100.tsv
-
-
-def dpr_like_corpus(path: Path, n: int, seed: int = 0) -> tuple[Path, list[str], list[str]]:
-    """`n` passages of ≥ 100 words from toy-world sentences as a DPR tsv; returns it, its titles, its first 256
-    passages as colbert reads them ("title | text")."""
-    from toy.world import ToyWorld
-
-    world = ToyWorld(0)
-    docs = [d for corpus in ("wiki", "arxiv") for d in world.corpus(corpus)]
-    sentences = [s for d in docs for s in re.split(r"(?<=\.) ", d.text)]
-    rng = random.Random(seed)
-    titles, head = [], []
-    with path.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
-        writer.writerow(["id", "text", "title"])
-        for i in range(n):
-            words: list[str] = []
-            while len(words) < 100:
-                words += rng.choice(sentences).split()
-            title, text = rng.choice(docs).title, " ".join(words)
-            titles.append(title)
-            if len(head) < 256:
-                head.append(f"{title} | {text}")
-            writer.writerow([i + 1, text, title])
-    return path, titles, head
-
-
-def sampled_passages(n: int) -> int:
-    """Passages colbert encodes a first time to train its centroids (CollectionIndexer._sample_pids)."""
-    return min(1 + int(16 * math.sqrt(120 * n)), n)
-
-
-def num_centroids(n_embeddings: float) -> int:
-    """colbert's centroid count (CollectionIndexer.setup)."""
-    return int(2 ** math.floor(math.log2(16 * math.sqrt(n_embeddings))))
-
-
-def kmeans_points(n: int, doclen: float) -> float:
-    """Vectors faiss clusters: 95% of the sample's embeddings (5% held out), at most 256 per centroid."""
-    return min(0.95 * sampled_passages(n) * doclen, 256 * num_centroids(n * doclen))
-
-
-def encoder_rates(checkpoint: Path, texts: list[str], doc_maxlen: int) -> tuple[float, float]:
-    """Passages/s of (colbert's MiniLM document encoder, a BERT-base of colbertv2.0's shape) on the same tokens."""
-    import torch
-    from transformers import BertConfig, BertModel
-
-    from retrieval import colbert_compat
-
-    colbert_compat.import_colbert()
-    from colbert.infra import ColBERTConfig
-    from colbert.modeling.checkpoint import Checkpoint
-
-    config = ColBERTConfig(checkpoint=str(checkpoint), doc_maxlen=doc_maxlen, model_name=None)
-    model = Checkpoint(str(checkpoint), colbert_config=config, verbose=0)
-    model.docFromText(texts[:64], bsize=64, keep_dims="flatten")  # warm-up
-    start = time.perf_counter()
-    model.docFromText(texts, bsize=64, keep_dims="flatten")
-    minilm = len(texts) / (time.perf_counter() - start)
-    ids, mask = model.doc_tokenizer.tensorize(texts[:64])  # one batch: BERT-base is ≈ 10x slower
-    base = BertModel(BertConfig()).eval()  # bert-base-uncased's shape, random weights
-    with torch.inference_mode():
-        base(ids[:8], attention_mask=mask[:8])
-        start = time.perf_counter()
-        base(ids, attention_mask=mask)
-    return minilm, len(ids) / (time.perf_counter() - start)
-
-
-def faiss_kmeans_flops() -> float:
-    """Multiply-adds/s of faiss k-means here (colbert trains its centroids with it, on the CPU without a GPU)."""
-    import faiss
-    import numpy as np
-
-    x = np.random.default_rng(0).standard_normal((100_000, 128), dtype=np.float32)
-    k, niter = 2048, 4
-    kmeans = faiss.Kmeans(128, k, niter=niter, seed=123, verbose=False)
-    start = time.perf_counter()
-    kmeans.train(x)
-    return len(x) * k * 128 * niter / (time.perf_counter() - start)
-
-
-def latencies(index, queries: list[str], k: int, batch: int, repeat: int = 3) -> list[float]:
-    """Per-query seconds: best of `repeat` passes over `queries` in requests of `batch`."""
-    best = None
-    for _ in range(repeat):
-        times = []
-        for i in range(0, len(queries), batch):
-            chunk = queries[i:i + batch]
-            start = time.perf_counter()
-            index.search(chunk, k)
-            times += [(time.perf_counter() - start) / len(chunk)] * len(chunk)
-        best = times if best is None or sum(times) < sum(best) else best
-    return best
-
-
-def rss_gib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 2**20
-    return float("nan")
 
 
 def main() -> None:
@@ -162,13 +65,7 @@ def main() -> None:
                                progress=False)
     build_s = manifest.build_seconds
     extra = manifest.extra
-    plaid = out / "backend" / PLAID_DIR
-    sizes: dict[str, int] = {}
-    for f in plaid.iterdir():
-        kind = ("residuals" if f.name.endswith("residuals.pt") else "codes" if f.name.endswith("codes.pt")
-                else "ivf" if f.name.startswith("ivf") else "centroids" if f.name == "centroids.pt"
-                else "doclens" if f.name.startswith("doclens") else "other")
-        sizes[kind] = sizes.get(kind, 0) + f.stat().st_size
+    sizes = bytes_by_kind(out / "backend" / PLAID_DIR)
     n, emb = args.passages, extra["num_embeddings"]
     print(f"build {build_s:.0f} s: {extra}", flush=True)
 
@@ -217,7 +114,7 @@ def main() -> None:
 | PLAID bytes | {sum(sizes.values()) / 2**20:.1f} MiB: residuals {sizes.get("residuals", 0) / emb:.1f} B/emb, codes \
 {sizes.get("codes", 0) / emb:.1f} B/emb, ivf {sizes.get("ivf", 0) / emb:.1f} B/emb, centroids \
 {sizes.get("centroids", 0) / 2**10:.0f} KiB, doclens {per_psg:.1f} B/psg → {sum(sizes.values()) / n:.0f} B/passage |
-| load (codec, IVF, residuals into RAM; extensions cached) | {load_s:.1f} s, process RSS {rss_gib():.2f} GiB |
+| load (codec, IVF, residuals into RAM; extensions cached) | {load_s:.1f} s, process RSS {rss_kb() / 2**20:.2f} GiB |
 | query latency, k=10, one query per call | median {statistics.median(single) * 1e3:.1f} ms, \
 p90 {sorted(single)[int(0.9 * len(single))] * 1e3:.1f} ms |
 | query latency, k=10, 32 queries per call | {statistics.median(batched) * 1e3:.1f} ms/query \
