@@ -2,15 +2,14 @@
 markup, the same rival in both orders of a pair, the label kept, in wordings the audit (`eval.hostile`) does not
 use."""
 
+import random
 from collections import Counter
 
 import pytest
 
-import random
-
 from data_synthesis.hostile_rivals import CONNECTIVES, EVASIONS, QUESTION_BACK, HostileRivals, markup
-from openrm import protocol
 from eval import hostile
+from openrm import protocol
 from openrm.dataset import in_both_orders_rows
 
 RIGHT = "Santiago was founded in 1541 by Pedro de Valdivia."
