@@ -79,3 +79,21 @@ def test_the_entry_point_check_sees_an_import(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("def f():\n    from eval.run import main\n    import train.dpo\n    from toy import quickstart\n")
     assert {"eval.run", "train.dpo", "toy.quickstart"} <= imported_modules(source)
+
+
+MAX_CODE_LINES = 200  # an entry point reads like a story; the work lives in library modules
+
+
+def code_lines(text: str) -> int:
+    """Lines that are neither blank nor only a comment (a docstring's lines count)."""
+    return sum(1 for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
+def test_every_entry_point_is_short():
+    long = {m: n for m in entry_points() if m.split(".")[0] not in LIBRARY_PACKAGES
+            and (n := code_lines((ROOT / (m.replace(".", "/") + ".py")).read_text(encoding="utf-8"))) > MAX_CODE_LINES}
+    assert not long, f"entry points over {MAX_CODE_LINES} code lines (move the work into a library module): {long}"
+
+
+def test_code_lines_skip_blanks_and_comments():
+    assert code_lines("import os\n\n# why\n    # more\nx = 1  # inline\n'''doc\n\nstring'''\n") == 4
