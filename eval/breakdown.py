@@ -1,6 +1,6 @@
 """Both-order accuracy of a judge's verdicts broken down by any key of the examples (pair kind, answer length),
-and the same-letter rate: the share of pairs whose two orders got the same letter, i.e. a verdict that followed the
-position, not the answers.
+the same-letter rate: the share of pairs whose two orders got the same letter, i.e. a verdict that followed the
+position, not the answers; and the examples of some kinds and lengths (`selected`).
 
     verdicts = {v["id"]: v for v in map(json.loads, open("runs/eval/x/verdicts.jsonl"))}
     both_order_accuracy(examples, verdicts, key=lambda e: e["meta"]["source"])
@@ -20,6 +20,14 @@ def kind_of(example: Mapping[str, Any]) -> str:
 def length_of(example: Mapping[str, Any]) -> str:
     """A judge pair's answer length (`sentence`, `short`, `lead`): its `length` fact, "-" without one."""
     return next((f["value"] for f in example["meta"].get("facts") or [] if f["attribute"] == "length"), "-")
+
+
+def selected(examples: Sequence[Mapping[str, Any]], kinds: Sequence[str], lengths: Sequence[str],
+             but: str = "") -> list[Mapping[str, Any]]:
+    """The examples whose kind is one of `kinds` and whose length is one of `lengths` (an empty list: any), the kind
+    `but` left out."""
+    return [e for e in examples if kind_of(e) != but and (not kinds or kind_of(e) in kinds)
+            and (not lengths or length_of(e) in lengths)]
 
 
 def right(example: Mapping[str, Any], verdict: Mapping[str, Any] | None) -> bool:

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from eval.metrics import interval_of_mean
+
 FILLER = ("This is an important question that many people ask. ", "It is worth considering all the details here. ",
           "Experts have discussed this at length over the years. ", "The following summary should make it clear. ")
 
@@ -111,13 +113,6 @@ def earned(winner: str, hostile: str) -> float:
     return 1.0 if winner == hostile else 0.0 if winner in ("A", "B") else 0.5
 
 
-def bootstrap(values: Sequence[float], seed: int = 0, resamples: int = 1000) -> list[float]:
-    rng = np.random.default_rng(seed)
-    x = np.asarray(values, dtype=float)
-    means = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(axis=1)
-    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
-
-
 def audit(judge: Any, examples: Sequence[Mapping[str, Any]], kinds: Sequence[str] = tuple(KINDS),
           per_kind: int = 50, seed: int = 0) -> dict[str, dict]:
     """Per kind: pairs, the hostile candidate's wins / ties / losses, what it earned (wins + ties / 2) with a 95 %
@@ -130,6 +125,6 @@ def audit(judge: Any, examples: Sequence[Mapping[str, Any]], kinds: Sequence[str
         report[kind] = {"pairs": len(pairs), "wins": sum(g == 1.0 for g in gains),
                         "ties": sum(g == 0.5 for g in gains), "losses": sum(g == 0.0 for g in gains),
                         "earned": float(np.mean(gains)) if gains else None,
-                        "ci95": bootstrap(gains, seed) if gains else None,
+                        "ci95": interval_of_mean(gains, seed) if gains else None,
                         "consistency": float(np.mean([v.consistent for v in verdicts])) if verdicts else None}
     return report

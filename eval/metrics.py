@@ -99,6 +99,14 @@ def bootstrap_ci(values: Sequence[float], rng: np.random.Generator, resamples: i
     return Interval(float(low), float(high))
 
 
+def interval_of_mean(values: Sequence[float], seed: int = 0, resamples: int = 1000) -> list[float]:
+    """95 % percentile bootstrap interval of the mean as `[low, high]` (a results file's field), drawn from a
+    generator seeded with `seed`; one value gives `[value, value]`."""
+    x = np.asarray(values, dtype=float)
+    means = x[np.random.default_rng(seed).integers(0, len(x), size=(resamples, len(x)))].mean(axis=1)  # [resamples]
+    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
+
+
 def accuracy(predictions: Sequence[str], labels: Sequence[str], tie_policy: Policy = "half",
              failure_policy: Policy = "wrong", rng: np.random.Generator | None = None,
              resamples: int = 1000) -> Accuracy:

@@ -21,126 +21,21 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import random
-import statistics
 import time
 from pathlib import Path
 
+from experiments.cells import hostile_cell, hostile_quarters, tournament_stats
 from experiments.cells import mean_sd as ms
-from experiments.cells import tournament_logs, tournament_stats
 from plumbing import atomic
-from toy.agent_task import PARTS, ToyAgentTask
-from toy.stages import write_task_files
+from toy.agent_stages import evaluate, grpo, null_draws, write_data
+from toy.agent_task import ToyAgentTask
 from toy.world import ToyWorld
 
-ROOT = Path(__file__).resolve().parents[1]
-
 logger = logging.getLogger("experiments.agent_policy_proof")
-CONFIG = ROOT / "configs/grpo_policy/smollm2_agent_cpu.yaml"
-REFUSALS = ("do not know", "don't know", "unknown", "cannot", "not sure")
-
-
-def write_data(task: ToyAgentTask, out: Path, sft_records: int, search_share: float, seed: int) -> Path:
-    sft = task.sft_records(sft_records, search_share, random.Random(f"agent:sft:{seed}"))
-    return write_task_files(out, {**{part: task.rows(part) for part in PARTS}, "sft": sft})
-
-
-def answer_stats(oracle, rows: list[dict], samples: list[list[dict]]) -> dict[str, float]:
-    """Shares over every sampled answer: truth (the oracle's agreement), refusal, hedge (more than one value of
-    the asked attribute named), searches and the agent's own tokens per answer."""
-    flat = [(r["question"], s) for r, group in zip(rows, samples, strict=True) for s in group]
-    n = len(flat)
-    named = [oracle.named(q, s["answer"]) for q, s in flat]
-    return {"truth": sum(oracle.agreements(q, s["answer"]) == 1 for q, s in flat) / n,
-            "refusal": sum(not v and any(w in s["answer"].lower() for w in REFUSALS)
-                           for v, (_, s) in zip(named, flat, strict=True)) / n,
-            "hedge": sum(len(v) > 1 for v in named) / n,
-            "searches": sum(s["searches"] for _, s in flat) / n,
-            "tokens": sum(s["tokens"] for _, s in flat) / n}
-
-
-def samples_of(model: Path, rows: list[dict], args, locations: dict, cache: Path, seed: int) -> list[list[dict]]:
-    from openrm.agent import sample_agent_answers
-
-    if cache.exists():
-        return json.loads(cache.read_text())
-    out = sample_agent_answers(model, [r["prompt"] for r in rows], args.eval_samples, 1.0, locations, seed=seed)
-    atomic.write_json(cache, out, indent=None)
-    return out
-
-
-def baseline_samples(warm: Path, rows: list[dict], args, locations: dict, part: str, seed: int) -> list[list[dict]]:
-    """The step-0 policy's answers that every run of `seed` is measured against (sampled once, with seed 1000 + seed,
-    and cached in the warm-up folder)."""
-    return samples_of(warm, rows, args, locations, warm / f"samples-{part}-{args.eval_samples}-s{seed}.json",
-                      1000 + seed)
-
-
-def evaluate(task: ToyAgentTask, warm: Path, run: Path, args, locations: dict, seed: int) -> dict:
-    from eval.win_rate import head_to_head
-    from toy.oracle import ToyOracle
-
-    table = {}
-    for part in ("heldout", "grpo"):
-        rows = task.rows(part)[:args.eval_prompts]
-        before = baseline_samples(warm, rows, args, locations, part, seed)
-        after = samples_of(run, rows, args, locations, run / f"samples-{part}-{args.eval_samples}.json", 2000 + seed)
-        oracle = ToyOracle.from_rows(task.world, rows)
-        h2h = head_to_head(oracle, [r["question"] for r in rows], [[s["answer"] for s in g] for g in after],
-                           [[s["answer"] for s in g] for g in before], seed=seed)
-        table[part] = {"win_rate": h2h.win_rate, "ci": [h2h.ci_low, h2h.ci_high], "prompts": len(rows),
-                       "before": answer_stats(oracle, rows, before), "after": answer_stats(oracle, rows, after)}
-    return table
-
-
-def null_draws(task: ToyAgentTask, warm: Path, args, locations: dict, draws: int, seed: int) -> dict:
-    """The measure's null distribution for one seed: the step-0 policy, sampled with `draws` other seeds, against
-    that seed's own baseline sample (the "before" of every run of that seed), on the held-out prompts (each draw's
-    win rate, its 95 % interval, and whether that interval holds 0.5). The draws are shared by every seed."""
-    from eval.win_rate import head_to_head
-    from toy.oracle import ToyOracle
-
-    rows = task.rows("heldout")[:args.eval_prompts]
-    oracle = ToyOracle.from_rows(task.world, rows)
-    base = baseline_samples(warm, rows, args, locations, "heldout", seed)
-    results = []
-    for k in range(draws):
-        other = samples_of(warm, rows, args, locations,
-                           warm / f"samples-heldout-{args.eval_samples}-null{k}.json", 3000 + k)
-        h2h = head_to_head(oracle, [r["question"] for r in rows], [[x["answer"] for x in g] for g in other],
-                           [[x["answer"] for x in g] for g in base], seed=k)
-        results.append({"seed": 3000 + k, "win_rate": h2h.win_rate, "ci": [h2h.ci_low, h2h.ci_high],
-                        "covers_half": h2h.ci_low <= 0.5 <= h2h.ci_high,
-                        "truth": answer_stats(oracle, rows, other)["truth"]})
-    rates = [r["win_rate"] for r in results]
-    summary = {"seed": seed, "prompts": len(rows), "samples": args.eval_samples, "draws": results,
-               "win_rate_mean": statistics.fmean(rates), "win_rate_sd": statistics.stdev(rates) if draws > 1 else None,
-               "ci_half_width_mean": statistics.fmean((r["ci"][1] - r["ci"][0]) / 2 for r in results),
-               "intervals_holding_half": sum(r["covers_half"] for r in results),
-               "truth_base": answer_stats(oracle, rows, base)["truth"]}
-    name = f"null-{args.eval_prompts}x{args.eval_samples}-s{seed}.json"
-    atomic.write_json(args.out / name, summary, indent=1)
-    return summary
-
-
-def run_stats(run: Path) -> dict:
-    logs = tournament_logs(run)
-    quarter = max(len(logs) // 4, 1)
-    kinds = sorted({k for h in logs for k in h if k.startswith("hostile/")})
-    hostile = {k.removeprefix("hostile/"): [statistics.fmean(h.get(k, 0.0) for h in part)
-                                            for part in (logs[:quarter], logs[-quarter:])] for k in kinds}
-    return {**tournament_stats(run), "hostile_first_last_quarter": hostile}
-
-
-def grpo_runner(warm: Path, data: Path, run_dir: Path, steps: int, seed: int, extra: list[str]):
-    from train.policy_trainer import parse, train_policy
-
-    return lambda resume: train_policy(*parse([
-        "--config", str(CONFIG), "--model_name_or_path", str(warm), "--dataset", str(data / "grpo.jsonl"),
-        "--output_dir", str(run_dir), "--max_steps", str(steps), "--seed", str(seed), *extra, *resume]))
 
 
 def print_table(out: Path) -> None:
+    """Every finished run under `out`, one row per match judge and topology (mean ± sd over its seeds)."""
     results = {}
     for path in sorted(out.glob("grpo-*/agent_result.json")):
         r = json.loads(path.read_text())
@@ -162,26 +57,6 @@ def print_table(out: Path) -> None:
               f"{ms(x['before']['searches'] for x in h)} → {ms(x['after']['searches'] for x in h)} | "
               f"{ms(x['after']['refusal'] for x in h)}, {ms(x['after']['hedge'] for x in h)} | "
               f"{ms(x['win_rate'] for x in g)} | {hostile_cell(runs)} |")
-
-
-def hostile_cell(runs: list[dict]) -> str:
-    """The kinds a policy's training samples showed (`eval.hostile.traits`), mean over the seeds that logged them;
-    "none seen" when every share was 0, "not logged" when no run has the shares."""
-    logged = [r["hostile_first_last_quarter"] for r in runs if r.get("hostile_first_last_quarter")]
-    if not logged:
-        return "not logged"
-    seen = []
-    for kind in sorted({k for h in logged for k in h}):
-        first = statistics.fmean(h.get(kind, [0.0, 0.0])[0] for h in logged)
-        last = statistics.fmean(h.get(kind, [0.0, 0.0])[1] for h in logged)
-        if first or last:
-            seen.append(f"{kind} {share(first)} → {share(last)}")
-    return ", ".join(seen) or "none seen"
-
-
-def share(value: float) -> str:
-    """Two decimals, three for a share above 0 that two would print as 0.00 (one answer in a few hundred)."""
-    return f"{value:.3f}" if 0 < value < 0.005 else f"{value:.2f}"
 
 
 def main() -> None:
@@ -214,9 +89,8 @@ def main() -> None:
         return
     from openrm.models import resolve
     from toy.judge_stages import toy_indexes
-    from toy.stages import built, trained
+    from toy.stages import built
     from toy.warmup import run_sft
-    from train.policy_trainer import RUN_FILE
 
     world = ToyWorld(args.world)
     task = ToyAgentTask(world)
@@ -231,7 +105,8 @@ def main() -> None:
                  "the agent's SFT warm-up")
     if args.null:
         for seed in args.seeds:
-            summary = null_draws(task, warm, args, locations, args.null, seed)
+            summary = null_draws(task, warm, locations, args.null, seed, args.eval_prompts, args.eval_samples,
+                                 args.out)
             print(json.dumps({k: v for k, v in summary.items() if k != "draws"}))
         return
     tag = args.tag or ("oracle" if args.judge == "toy-oracle" else Path(args.judge).name)
@@ -246,11 +121,11 @@ def main() -> None:
             run_dir = args.out / f"grpo-{tag}-{topology}-s{seed}"
             started = time.perf_counter()
             extra = [*judge, "--topology", topology, *agent, *args.extra.split()]
-            run = trained(run_dir, {"model": str(warm), "seed": seed, "extra": extra}, args.grpo_steps,
-                          RUN_FILE, grpo_runner(warm, data, run_dir, args.grpo_steps, seed, extra),
-                          f"GRPO of the agent ({tag}, {topology}, seed {seed})")
-            table = evaluate(task, warm, run, args, locations, seed)
-            result = {"tag": tag, "topology": topology, "seed": seed, **run_stats(run), "table": table,
+            run = grpo(warm, data, run_dir, args.grpo_steps, seed, extra,
+                       f"GRPO of the agent ({tag}, {topology}, seed {seed})")
+            table = evaluate(task, warm, run, locations, seed, args.eval_prompts, args.eval_samples)
+            result = {"tag": tag, "topology": topology, "seed": seed, **tournament_stats(run),
+                      "hostile_first_last_quarter": hostile_quarters(run), "table": table,
                       "wall_seconds": time.perf_counter() - started}
             atomic.write_json(run_dir / "agent_result.json", result, indent=1)
             logger.info("%s %s seed %d: %s", tag, topology, seed, json.dumps(table))

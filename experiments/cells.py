@@ -1,6 +1,7 @@
-"""What the experiments' tables are made of: a cell over seeds (mean ± sd), and the tournament statistics a policy
-GRPO run logged. Imported by the scripts in experiments/ (agent_policy_proof, policy_learning_proof, learning_proof,
-rubric_learning_proof); it runs nothing itself. Results files are written with plumbing.atomic."""
+"""What the experiments' tables are made of: a cell over seeds (mean ± sd), a share, the hostile kinds a policy's
+training samples showed, and the tournament statistics a policy GRPO run logged. Imported by the scripts in
+experiments/ (agent_policy_proof, policy_learning_proof, learning_proof, rubric_learning_proof); it runs nothing
+itself. Results files are written with plumbing.atomic."""
 
 from __future__ import annotations
 
@@ -34,3 +35,33 @@ def tournament_stats(run: Path) -> dict[str, float]:
     return {"judge_calls_per_step": statistics.fmean(h["tournament/judge_calls"] for h in logs),
             "tie_rate": statistics.fmean(h["tournament/tie_rate"] for h in logs),
             "seconds_per_step": runtime / state["global_step"], "steps": state["global_step"]}
+
+
+def hostile_quarters(run: Path) -> dict[str, list[float]]:
+    """Per hostile kind a policy GRPO run logged (`hostile/<kind>`, `eval.hostile.traits` of its samples): the mean
+    share over the first and over the last quarter of the logged steps."""
+    logs = tournament_logs(run)
+    quarter = max(len(logs) // 4, 1)
+    kinds = sorted({k for h in logs for k in h if k.startswith("hostile/")})
+    return {k.removeprefix("hostile/"): [statistics.fmean(h.get(k, 0.0) for h in part)
+                                         for part in (logs[:quarter], logs[-quarter:])] for k in kinds}
+
+
+def share(value: float) -> str:
+    """Two decimals, three for a share above 0 that two would print as 0.00 (one answer in a few hundred)."""
+    return f"{value:.3f}" if 0 < value < 0.005 else f"{value:.2f}"
+
+
+def hostile_cell(runs: list[dict]) -> str:
+    """The kinds a policy's training samples showed (`eval.hostile.traits`), mean over the seeds that logged them;
+    "none seen" when every share was 0, "not logged" when no run has the shares."""
+    logged = [r["hostile_first_last_quarter"] for r in runs if r.get("hostile_first_last_quarter")]
+    if not logged:
+        return "not logged"
+    seen = []
+    for kind in sorted({k for h in logged for k in h}):
+        first = statistics.fmean(h.get(kind, [0.0, 0.0])[0] for h in logged)
+        last = statistics.fmean(h.get(kind, [0.0, 0.0])[1] for h in logged)
+        if first or last:
+            seen.append(f"{kind} {share(first)} → {share(last)}")
+    return ", ".join(seen) or "none seen"

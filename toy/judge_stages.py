@@ -1,6 +1,8 @@
-"""The judge quickstart's stages (toy/quickstart.py): bm25 indexes of the toy corpora, GRPO of the judge with live
-search, judging held-out pairs in both orders (cached under a hash of the weights), and the table, summary and
-training curves of a run. experiments/learning_proof.py and the other judge benches run the same stages.
+"""The judge's stages, for the quickstart (toy/quickstart.py) and the judge experiments: bm25 indexes of the toy
+corpora, the SFT warm-up on gold trajectories of any pair dataset, GRPO of the judge with live search (and its export
+with a table's run settings), judging held-out pairs in both orders (cached under a hash of the weights), and the
+table, summary and training curves of a run. Run by toy/quickstart.py, experiments/learning_proof.py and
+experiments/real_text_judge.py.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from plumbing import atomic
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
-from toy.stages import on_gpu, trained
+from toy.stages import built, on_gpu, trained
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +59,94 @@ def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: in
         "--output_dir", str(out), "--max_steps", str(steps),
         "--retrievers", *[f"{name}={path}" for name, path in indexes.items()], *extra, *resume])),
         "GRPO of the judge with search")
+
+
+def wiki_pairs(data: Path, n_train: int, n_test: int, seed: int) -> Path:
+    """`<data>/dataset`: clean pairs over the packaged Wikipedia lead sections (`data_synthesis.wiki_dataset`),
+    rebuilt only for other sizes, another seed or another recipe."""
+    from data_synthesis.wiki_dataset import write_dataset
+
+    dataset = data / "dataset"
+    built(data, {"n_train": n_train, "n_test": n_test, "seed": seed, "recipe": 2},
+          lambda: write_dataset(dataset, n_train, n_test, seed), "the Wikipedia pair dataset", marker="built.json")
+    return dataset
+
+
+def gold_warm_up(train: list[dict], toolbox, tokenizer, settings: dict, base: str, out: Path, *, trace: str,
+                 rival_share: float, seed: int, epochs: float, batch: int, learning_rate: float, bf16: bool,
+                 verdict_weight: float, schedule: str, probe: list, probe_every: int) -> None:
+    """The SFT warm-up into `out` on gold trajectories of `train` (`train.trajectories.gold_records` with `trace`),
+    both orders of a pair side by side so that each step holds both, a `rival_share` of the wrong answers made hostile
+    (`data_synthesis.hostile_rivals`); `epochs` over them, the verdict letter's loss weighed `verdict_weight` times.
+    Writes `gold_stats.json`, `sft_records.jsonl` and, with `probe` items, the learning curve `probe.jsonl`: the
+    teacher-forced verdict of the probe pairs every `probe_every` steps (`train.verdict_probe`)."""
+    from data_synthesis.hostile_rivals import HostileRivals
+    from openrm.dataset import in_both_orders_rows
+    from toy.warmup import run_sft
+    from train.trajectories import GoldStats, gold_records
+    from train.verdict_probe import verdict_probe
+
+    out.mkdir(parents=True, exist_ok=True)
+    gold, rivals = GoldStats(), HostileRivals(rival_share, seed)
+    records = gold_records(in_both_orders_rows(train, seed), toolbox, tokenizer, settings["max_information_tokens"],
+                           settings["prompt_style"], stats=gold, trace=trace, rewrite=rivals)
+    (out / "gold_stats.json").write_text(json.dumps({**gold.summary(), "rivals": dict(rivals.made)}, indent=1) + "\n")
+    logger.info("gold trajectories: %s", gold.summary())
+    path = out / "sft_records.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    steps = max(1, round(epochs * len(records) / batch))
+    curve = out / "probe.jsonl"
+    curve.unlink(missing_ok=True)
+    run_sft(path, base, out, steps, batch, learning_rate, seed, max_length=1536, bf16=bf16, in_file_order=True,
+            verdict_weight=verdict_weight, schedule=schedule,
+            callbacks=[verdict_probe(probe, probe_every, curve, bf16)] if probe else ())
+
+
+def judge_folder(model: Path, out: Path, settings: dict) -> Path:
+    """`out`: `model`'s files linked (not copied) beside a judge card of `settings`, so eval.run judges every row
+    with the same run settings."""
+    from openrm.card import JudgeCard
+
+    out.mkdir(parents=True, exist_ok=True)
+    for f in model.iterdir():
+        if f.is_file() and f.name != "judge_card.json" and not (out / f.name).exists():
+            (out / f.name).symlink_to(f.resolve())
+    JudgeCard(**settings).write(out)
+    return out
+
+
+def exported_grpo(warm: Path, dataset: Path, data: Path, indexes: dict, settings: dict, out: Path, steps: int, *,
+                  seed: int, learning_rate: float, bf16: bool, both_orders: bool, rival_share: float,
+                  config: Path) -> Path:
+    """GRPO from the warm-up `warm` with live search (run folder `out/grpo`, its trajectories logged there), exported
+    to `out/judges/grpo` with the table's run `settings`. `both_orders`: pay a verdict only as often as the pair's
+    other order is right; `rival_share`: hostile rivals in its pairs. `grpo` reads `<data>/dataset`: a `dataset`
+    folder of another name is linked there."""
+    from openrm.card import JudgeCard
+    from train.judge_export import ExportArguments, export_judge
+
+    grpo_data = Path(dataset).parent
+    if Path(dataset).name != "dataset":  # e.g. a build_dataset --out folder: linked as <out>/data/dataset
+        grpo_data, link = data, data / "dataset"
+        data.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() and link.resolve() != Path(dataset).resolve():
+            link.unlink()
+        if not link.exists():
+            link.symlink_to(Path(dataset).resolve(), target_is_directory=True)
+    # the order of these flags is part of the run's cache key (`grpo`): a reordering would discard a finished run
+    extra = ["--seed", str(seed), "--learning_rate", str(learning_rate), "--bf16", str(bf16).lower(),
+             "--max_new_tokens", str(settings["max_new_tokens"]),
+             "--max_completion_length", str(settings["max_completion_tokens"]),
+             "--trajectory_log", str(out / "grpo" / "trajectories.jsonl")]
+    if both_orders:
+        extra += ["--both_orders", "true"]
+    if rival_share:
+        extra += ["--rival_share", str(rival_share)]
+    run = grpo(warm, grpo_data, indexes, out / "grpo", steps, *extra, config=config)
+    exported = out / "judges" / "grpo"
+    export_judge(ExportArguments(checkpoint=str(run), out=str(exported), overwrite=True))
+    JudgeCard(**{**json.loads((exported / "judge_card.json").read_text()), **settings}).write(exported)
+    return exported
 
 
 def judging_settings(config: Path = GRPO_CONFIG) -> dict:

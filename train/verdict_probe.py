@@ -142,6 +142,16 @@ def summary(items: Sequence[ProbeItem], margins: Sequence[float]) -> dict:
     return out
 
 
+def probe_model(model: str, items: Sequence[ProbeItem], bf16: bool = False) -> dict:
+    """The probe's `summary` for one model (a folder or a packaged short name) on `items`."""
+    from transformers import AutoModelForCausalLM
+
+    from openrm.models import resolve
+
+    judge = AutoModelForCausalLM.from_pretrained(resolve(model), dtype="float32")
+    return summary(items, right_letter_margin(judge, items, bf16=bf16))
+
+
 def verdict_probe(items: Sequence[ProbeItem], every: int, out: Path, bf16: bool = False):
     """A TrainerCallback that probes `items` every `every` optimizer steps and at the end, appending each summary
     (with the step and the last logged training loss) to `out` (JSONL) and to the log."""

@@ -1,6 +1,7 @@
-"""eval.breakdown: both-order accuracy by a key, and the same-letter rate (a verdict that follows the position)."""
+"""eval.breakdown: both-order accuracy by a key, the same-letter rate (a verdict that follows the position), and the
+examples of some kinds and lengths."""
 
-from eval.breakdown import both_order_accuracy, same_letter_rate
+from eval.breakdown import both_order_accuracy, same_letter_rate, selected
 
 
 def verdict(prediction, ab, ba):
@@ -28,3 +29,12 @@ def test_same_letter_rate_counts_pairs_whose_orders_named_the_same_position():
     assert same_letter_rate(EXAMPLES, VERDICTS) == 0.5
     assert same_letter_rate(EXAMPLES, {"0": VERDICTS["0"]}) == 0.0
     assert same_letter_rate([], {}) == 0.0
+
+
+def test_selected_keeps_the_named_kinds_and_lengths_and_leaves_one_kind_out():
+    pairs = [{"id": f"{k}-{n}", "meta": {"source": f"wiki/{k}", "facts": [{"attribute": "length", "value": n}]}}
+             for k in ("numbers", "swap", "date") for n in ("sentence", "lead")]
+    assert [e["id"] for e in selected(pairs, ["numbers", "swap"], ["sentence"])] == ["numbers-sentence",
+                                                                                    "swap-sentence"]
+    assert len(selected(pairs, [], [])) == 6  # an empty list: any kind, any length
+    assert [e["id"] for e in selected(pairs, [], ["lead"], but="swap")] == ["numbers-lead", "date-lead"]

@@ -87,6 +87,15 @@ def test_bootstrap_is_seeded_and_brackets_the_mean():
     assert metrics.accuracy(PREDS, LABELS, rng=np.random.default_rng(0)).ci95 is not None
 
 
+def test_interval_of_mean_is_the_seeded_bootstrap_as_a_list_and_holds_one_value():
+    values = [1.0] * 70 + [0.0] * 30
+    ci = metrics.bootstrap_ci(values, np.random.default_rng(3))
+    assert metrics.interval_of_mean(values, seed=3) == pytest.approx([ci.low, ci.high])
+    spread = [(i * 7 % 11) / 10 for i in range(23)]
+    assert metrics.interval_of_mean(spread, seed=3) != metrics.interval_of_mean(spread, seed=4)
+    assert metrics.interval_of_mean([0.5]) == [0.5, 0.5]
+
+
 def test_consistency_skips_unknown():
     assert metrics.consistency([True, False, None, True]) == pytest.approx(2 / 3)
     assert metrics.consistency([None]) is None

@@ -1,0 +1,53 @@
+"""toy/judge_stages.py for the real-text judge: a judge folder links the model's files beside a card of the table's
+settings, and the exported GRPO stage passes its flags in one fixed order (they are its run's cache key)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "configs/grpo_openrm/smollm2_wiki_cpu.yaml"
+
+
+def test_a_judge_folder_links_the_models_files_and_writes_the_tables_settings(tmp_path):
+    from toy.judge_stages import judge_folder, judging_settings
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights")
+    (model / "judge_card.json").write_text("{}")
+    settings = judging_settings(CONFIG) | {"topk": 2}
+    out = judge_folder(model, tmp_path / "judges" / "sft", settings)
+    assert (out / "model.safetensors").is_symlink() and (out / "model.safetensors").read_bytes() == b"weights"
+    assert json.loads((out / "judge_card.json").read_text())["topk"] == 2  # the model's own card is not linked
+    judge_folder(model, out, settings)  # a second call keeps the links
+
+
+def test_the_exported_grpo_stage_passes_its_flags_in_the_order_of_its_cache_key(tmp_path, monkeypatch):
+    from openrm.card import JudgeCard
+    from toy import judge_stages
+    from train import judge_export
+
+    calls = []
+    monkeypatch.setattr(judge_stages, "grpo", lambda *a, **kw: calls.append((a, kw)) or tmp_path / "run")
+    monkeypatch.setattr(judge_export, "ExportArguments", lambda **kw: kw)
+    monkeypatch.setattr(judge_export, "export_judge", lambda args: None)
+    settings = judge_stages.judging_settings(CONFIG)
+    (tmp_path / "judges" / "grpo").mkdir(parents=True)
+    JudgeCard(**settings).write(tmp_path / "judges" / "grpo")
+    built_elsewhere = tmp_path / "pairs"  # a dataset folder of another name is linked as <data>/dataset
+    built_elsewhere.mkdir()
+    exported = judge_stages.exported_grpo(tmp_path / "judge-sft", built_elsewhere, tmp_path / "data", {"wiki": "i"},
+                                          settings, tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True,
+                                          both_orders=True, rival_share=0.25, config=CONFIG)
+    (warm, data, indexes, out, steps, *extra), kw = calls[0]
+    assert exported == tmp_path / "judges" / "grpo" and kw == {"config": CONFIG}
+    assert (warm, data, indexes, out, steps) == (tmp_path / "judge-sft", tmp_path / "data", {"wiki": "i"},
+                                                 tmp_path / "grpo", 5)
+    assert (tmp_path / "data" / "dataset").resolve() == built_elsewhere.resolve()
+    assert extra == ["--seed", "1", "--learning_rate", "1e-05", "--bf16", "true",
+                     "--max_new_tokens", str(settings["max_new_tokens"]),
+                     "--max_completion_length", str(settings["max_completion_tokens"]),
+                     "--trajectory_log", str(tmp_path / "grpo" / "trajectories.jsonl"),
+                     "--both_orders", "true", "--rival_share", "0.25"]
