@@ -91,6 +91,8 @@ def main() -> None:
     parser.add_argument("--grpo-steps", type=int, default=0)
     parser.add_argument("--grpo-lr", type=float, default=1e-5)
     parser.add_argument("--both-orders-reward", action="store_true", help="GRPO: pay a pair only in both orders")
+    parser.add_argument("--order-groups", action="store_true",
+                        help="GRPO: each group one pair, half its completions in each order (train/order_groups.py)")
     parser.add_argument("--rows", nargs="+", default=["warm-up", "warm-up, no search"],
                         choices=ROWS,
                         help="judge rows to evaluate (each a pass over the test split)")
@@ -106,6 +108,8 @@ def main() -> None:
         parser.error("GRPO trains the searching protocol: warm it up with --trace verdict or quotes")
     if not 0.0 <= args.rival_share <= 1.0:
         parser.error(f"--rival-share must be in [0, 1], got {args.rival_share}")
+    if args.both_orders_reward and args.order_groups:
+        parser.error("--both-orders-reward and --order-groups are two ways to train both orders: choose one")
     if args.holdout_kind and args.grpo_steps:
         parser.error("--holdout-kind leaves a kind out of the warm-up only: GRPO reads the whole train split")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -172,7 +176,7 @@ def main() -> None:
         folders["after GRPO"] = exported_grpo(sft_dir, dataset, data, retrievers, settings, args.out, args.grpo_steps,
                                               seed=args.seed, learning_rate=args.grpo_lr, bf16=bf16,
                                               both_orders=args.both_orders_reward, rival_share=args.rival_share,
-                                              config=CONFIG)
+                                              order_groups=args.order_groups, config=CONFIG)
     results = {"gold": json.loads((sft_dir / "gold_stats.json").read_text())
                if (sft_dir / "gold_stats.json").exists() else None, "args": vars(args) | {"out": str(args.out)},
                "settings": {k: settings[k] for k in ("topk", "max_information_tokens")}, "rows": {}}

@@ -117,10 +117,11 @@ def judge_folder(model: Path, out: Path, settings: dict) -> Path:
 
 def exported_grpo(warm: Path, dataset: Path, data: Path, indexes: dict, settings: dict, out: Path, steps: int, *,
                   seed: int, learning_rate: float, bf16: bool, both_orders: bool, rival_share: float,
-                  config: Path) -> Path:
+                  config: Path, order_groups: bool = False) -> Path:
     """GRPO from the warm-up `warm` with live search (run folder `out/grpo`, its trajectories logged there), exported
     to `out/judges/grpo` with the table's run `settings`. `both_orders`: pay a verdict only as often as the pair's
-    other order is right; `rival_share`: hostile rivals in its pairs. `grpo` reads `<data>/dataset`: a `dataset`
+    other order is right; `order_groups`: each group one pair in both orders (train/order_groups.py); `rival_share`:
+    hostile rivals in its pairs. `grpo` reads `<data>/dataset`: a `dataset`
     folder of another name is linked there."""
     from openrm.card import JudgeCard
     from train.judge_export import ExportArguments, export_judge
@@ -142,6 +143,8 @@ def exported_grpo(warm: Path, dataset: Path, data: Path, indexes: dict, settings
         extra += ["--both_orders", "true"]
     if rival_share:
         extra += ["--rival_share", str(rival_share)]
+    if order_groups:
+        extra += ["--order_groups", "true"]
     run = grpo(warm, grpo_data, indexes, out / "grpo", steps, *extra, config=config)
     exported = out / "judges" / "grpo"
     export_judge(ExportArguments(checkpoint=str(run), out=str(exported), overwrite=True))

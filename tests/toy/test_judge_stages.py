@@ -51,3 +51,7 @@ def test_the_exported_grpo_stage_passes_its_flags_in_the_order_of_its_cache_key(
                      "--max_completion_length", str(settings["max_completion_tokens"]),
                      "--trajectory_log", str(tmp_path / "grpo" / "trajectories.jsonl"),
                      "--both_orders", "true", "--rival_share", "0.25"]
+    judge_stages.exported_grpo(tmp_path / "judge-sft", built_elsewhere, tmp_path / "data", {"wiki": "i"}, settings,
+                               tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True, both_orders=False, rival_share=0.0,
+                               order_groups=True, config=CONFIG)
+    assert calls[1][0][5:][-2:] == ("--order_groups", "true")  # after every flag of an earlier key
