@@ -24,6 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.memory import rss_kb
+from bench.results import RESULTS, write_section
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SECTION = "## Retrieval: dense (faiss)"
@@ -31,10 +34,7 @@ DIM, CENTRES, TOPK = 384, 4096, 10
 
 
 def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    return rss_kb() / 1024
 
 
 def passages(n: int) -> list[str]:
@@ -191,13 +191,7 @@ def main() -> None:
     text = render(args.n, enc, rows)
     print(text)
     if args.write_results:
-        results = ROOT / "bench" / "RESULTS.md"
-        old = results.read_text(encoding="utf-8")
-        if SECTION in old:
-            head, _, rest = old.partition(SECTION)
-            tail = rest[rest.find("\n## "):] if "\n## " in rest else ""
-            old = head.rstrip() + "\n\n" + tail.lstrip("\n")
-        results.write_text(old.rstrip() + "\n\n" + text, encoding="utf-8")
+        write_section(RESULTS, SECTION, text)
 
 
 if __name__ == "__main__":

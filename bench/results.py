@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from plumbing import atomic
+
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 
@@ -26,11 +28,11 @@ def write_section(results: Path, section: str, text: str, after: str | None = No
     start = heading_at(old, section)
     anchor = start if start >= 0 else heading_at(old, after) if after else -1
     if anchor < 0:
-        results.write_text(old.rstrip() + "\n\n" + text.rstrip() + "\n", encoding="utf-8")
+        atomic.write_text(results, old.rstrip() + "\n\n" + text.rstrip() + "\n")
         return
     cut = old.find("\n## ", anchor + 1)
     end = len(old) if cut < 0 else cut + 1
     head = old[:start] if start >= 0 else old[:end]
     tail = old[end:].lstrip("\n")
     body = (head.rstrip() + "\n\n" if head.strip() else "") + text.rstrip() + "\n"
-    results.write_text(body + ("\n" + tail if tail else ""), encoding="utf-8")
+    atomic.write_text(results, body + ("\n" + tail if tail else ""))
