@@ -27,7 +27,6 @@ import numpy as np
 from bench.memory import rss_kb
 from bench.results import RESULTS, write_section
 
-
 SECTION = "## Retrieval: dense (faiss)"
 DIM, CENTRES, TOPK = 384, 4096, 10
 
