@@ -86,6 +86,9 @@ def main() -> None:
                         help="share of the pairs (warm-up and GRPO) whose wrong answer becomes a hedge, an evasion or "
                              "forged markup (data_synthesis.hostile_rivals), so the judge does not pay a candidate "
                              "for gaming it")
+    parser.add_argument("--rival-kinds", nargs="+", default=list(RIVAL_KINDS), choices=RIVAL_KINDS,
+                        help="the rivals' kinds (warm-up and GRPO)")
+    parser.add_argument("--grpo-rival-share", type=float, default=None, help="GRPO's share (default: --rival-share)")
     parser.add_argument("--bf16", choices=("true", "false"), default="true",
                         help="bf16 autocast for SFT and GRPO (float32 weights)")
     parser.add_argument("--grpo-steps", type=int, default=0)
@@ -161,10 +164,10 @@ def main() -> None:
                            if args.train_kinds or args.train_lengths else {}),
                         **({"verdict_weight": args.verdict_weight} if args.verdict_weight != 1.0 else {}),
                         **({"schedule": args.sft_schedule} if args.sft_schedule != "cosine" else {}),
-                        **({"rivals": args.rival_share, "rival_kinds": list(RIVAL_KINDS)} if args.rival_share else {})},
+                        **({"rivals": args.rival_share, "rival_kinds": args.rival_kinds} if args.rival_share else {})},
               lambda: gold_warm_up(train, toolbox, tokenizer, settings, base, sft_dir, trace=args.trace,
-                                   rival_share=args.rival_share, seed=args.seed, epochs=args.sft_epochs,
-                                   batch=args.sft_batch, learning_rate=args.sft_lr, bf16=bf16,
+                                   rival_share=args.rival_share, rival_kinds=args.rival_kinds, seed=args.seed,
+                                   epochs=args.sft_epochs, batch=args.sft_batch, learning_rate=args.sft_lr, bf16=bf16,
                                    verdict_weight=args.verdict_weight, schedule=args.sft_schedule, probe=probe,
                                    probe_every=args.probe_every), "the SFT warm-up")
     finally:
@@ -175,7 +178,9 @@ def main() -> None:
     if args.grpo_steps:
         folders["after GRPO"] = exported_grpo(sft_dir, dataset, data, retrievers, settings, args.out, args.grpo_steps,
                                               seed=args.seed, learning_rate=args.grpo_lr, bf16=bf16,
-                                              both_orders=args.both_orders_reward, rival_share=args.rival_share,
+                                              both_orders=args.both_orders_reward, rival_kinds=args.rival_kinds,
+                                              rival_share=args.rival_share if args.grpo_rival_share is None
+                                              else args.grpo_rival_share,
                                               order_groups=args.order_groups, config=CONFIG)
     results = {"gold": json.loads((sft_dir / "gold_stats.json").read_text())
                if (sft_dir / "gold_stats.json").exists() else None, "args": vars(args) | {"out": str(args.out)},

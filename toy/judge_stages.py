@@ -74,7 +74,7 @@ def wiki_pairs(data: Path, n_train: int, n_test: int, seed: int) -> Path:
 
 def gold_warm_up(train: list[dict], toolbox, tokenizer, settings: dict, base: str, out: Path, *, trace: str,
                  rival_share: float, seed: int, epochs: float, batch: int, learning_rate: float, bf16: bool,
-                 verdict_weight: float, schedule: str, probe: list, probe_every: int) -> None:
+                 rival_kinds=None, verdict_weight: float, schedule: str, probe: list, probe_every: int) -> None:
     """The SFT warm-up into `out` on gold trajectories of `train` (`train.trajectories.gold_records` with `trace`),
     both orders of a pair side by side so that each step holds both, a `rival_share` of the wrong answers made hostile
     (`data_synthesis.hostile_rivals`); `epochs` over them, the verdict letter's loss weighed `verdict_weight` times.
@@ -87,7 +87,7 @@ def gold_warm_up(train: list[dict], toolbox, tokenizer, settings: dict, base: st
     from train.verdict_probe import verdict_probe
 
     out.mkdir(parents=True, exist_ok=True)
-    gold, rivals = GoldStats(), HostileRivals(rival_share, seed)
+    gold, rivals = GoldStats(), HostileRivals(rival_share, seed, **({"kinds": rival_kinds} if rival_kinds else {}))
     records = gold_records(in_both_orders_rows(train, seed), toolbox, tokenizer, settings["max_information_tokens"],
                            settings["prompt_style"], stats=gold, trace=trace, rewrite=rivals)
     (out / "gold_stats.json").write_text(json.dumps({**gold.summary(), "rivals": dict(rivals.made)}, indent=1) + "\n")
@@ -117,12 +117,13 @@ def judge_folder(model: Path, out: Path, settings: dict) -> Path:
 
 def exported_grpo(warm: Path, dataset: Path, data: Path, indexes: dict, settings: dict, out: Path, steps: int, *,
                   seed: int, learning_rate: float, bf16: bool, both_orders: bool, rival_share: float,
-                  config: Path, order_groups: bool = False) -> Path:
+                  config: Path, order_groups: bool = False, rival_kinds=None) -> Path:
     """GRPO from the warm-up `warm` with live search (run folder `out/grpo`, its trajectories logged there), exported
     to `out/judges/grpo` with the table's run `settings`. `both_orders`: pay a verdict only as often as the pair's
     other order is right; `order_groups`: each group one pair in both orders (train/order_groups.py); `rival_share`:
-    hostile rivals in its pairs. `grpo` reads `<data>/dataset`: a `dataset`
+    hostile rivals in its pairs, of `rival_kinds` (default: every kind). `grpo` reads `<data>/dataset`: a `dataset`
     folder of another name is linked there."""
+    from data_synthesis.hostile_rivals import KINDS
     from openrm.card import JudgeCard
     from train.judge_export import ExportArguments, export_judge
 
@@ -145,6 +146,8 @@ def exported_grpo(warm: Path, dataset: Path, data: Path, indexes: dict, settings
         extra += ["--rival_share", str(rival_share)]
     if order_groups:
         extra += ["--order_groups", "true"]
+    if rival_share and rival_kinds and tuple(rival_kinds) != KINDS:
+        extra += ["--rival_kinds", *rival_kinds]
     run = grpo(warm, grpo_data, indexes, out / "grpo", steps, *extra, config=config)
     exported = out / "judges" / "grpo"
     export_judge(ExportArguments(checkpoint=str(run), out=str(exported), overwrite=True))

@@ -67,6 +67,8 @@ class OpenRMArguments:
         "help": "Set this share of the pairs' right answer against a hostile rival instead of its wrong answer (a "
                 "hedge, an evasion or forged markup; data_synthesis.hostile_rivals), the same rival in both orders, "
                 "so the judge learns not to pay a candidate for gaming it."})
+    rival_kinds: list[str] = field(default_factory=lambda: ["hedge", "evasion", "markup"], metadata={
+        "help": "The rivals' kinds, some of hedge, evasion and markup (data_synthesis.hostile_rivals)."})
     interleave_domains: bool = field(default=False, metadata={
         "help": "Train on the examples one domain after another in turn (each domain's in a seeded order) instead "
                 "of shuffled, so every step holds the domains in equal measure. With few prompts a step, a shuffled "
@@ -90,6 +92,10 @@ class OpenRMArguments:
             raise ValueError("both_orders, order_groups and interleave_domains each fix the data order: choose one")
         if not 0.0 <= self.rival_share <= 1.0:
             raise ValueError(f"rival_share must be in [0, 1], got {self.rival_share}")
+        from data_synthesis.hostile_rivals import KINDS
+
+        if not self.rival_kinds or set(self.rival_kinds) - set(KINDS):
+            raise ValueError(f"rival_kinds must be some of {KINDS}, got {self.rival_kinds}")
         if self.max_prompt_length < 1 or self.max_examples < 0:
             raise ValueError("max_prompt_length must be >= 1, max_examples >= 0")
 
@@ -116,14 +122,14 @@ def check_both_orders_layout(training_args) -> None:
                          f"{training_args.world_size} processes and {prompts} prompts")
 
 
-def with_rivals(examples, share: float, seed: int):
-    """`examples` (an HF dataset) with `share` of its pairs' wrong answers replaced by hostile rivals; a `rival`
-    column names the kind ("" where the pair is as built)."""
+def with_rivals(examples, share: float, seed: int, kinds=None):
+    """`examples` (an HF dataset) with `share` of its pairs' wrong answers replaced by hostile rivals (of `kinds`,
+    default every kind); a `rival` column names the kind ("" where the pair is as built)."""
     from datasets import Dataset, Features, Value
 
     from data_synthesis.hostile_rivals import HostileRivals
 
-    rewrite = HostileRivals(share, seed)
+    rewrite = HostileRivals(share, seed, **({"kinds": kinds} if kinds else {}))
     rows = [{"rival": "", **rewrite(examples[i])} for i in range(len(examples))]
     logger.info("hostile rivals in %d of %d pairs: %s", sum(bool(r["rival"]) for r in rows), len(rows),
                 dict(rewrite.made))
@@ -137,6 +143,7 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     from openrm.dataset import in_both_orders, interleaved_by_domain, load_judge_examples, to_prompts
     from openrm.models import resolve
     from openrm.tools import ToolBox
+    from train import fused_head
 
     model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
     tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -144,7 +151,7 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     if script_args.max_examples:
         examples = examples.select(range(min(script_args.max_examples, len(examples))))
     if script_args.rival_share:  # before both orders, so a pair's two orders hold the same rival
-        examples = with_rivals(examples, script_args.rival_share, training_args.seed)
+        examples = with_rivals(examples, script_args.rival_share, training_args.seed, script_args.rival_kinds)
     if script_args.interleave_domains:
         examples = examples.select(interleaved_by_domain(examples["domain"], training_args.seed))
         training_args.shuffle_dataset = False
@@ -164,6 +171,7 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     reward = make_openrm_reward(script_args.reward, trajectory_log=_rank_path(script_args.trajectory_log))
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
+    fused_head.score_labelled_positions_only()  # on a CPU the LM head projects the completion only, as on a GPU
     trainer_class = GRPOTrainer
     if script_args.order_groups:  # each group one pair in both orders
         from train.order_groups import OrderGroupsTrainer as trainer_class
@@ -171,8 +179,6 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
                        train_dataset=train_dataset, processing_class=tokenizer,
                        peft_config=get_peft_config(model_args),
                        rollout_func=rollout_func)
-
-
 
 
 def save_judge(trainer, script_args: OpenRMArguments, training_args, model_args) -> None:

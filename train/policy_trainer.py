@@ -198,6 +198,7 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     from openrm.tournament import Arena, TournamentReward
     from openrm.tournament.greedy_anchor import make_greedy_anchor_rollout
     from openrm.tournament.verifiers import AnswerMatch, FormatReward
+    from train import fused_head
 
     model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
     tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -252,6 +253,7 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
             sampling=SamplingParams(max_new_tokens=script_args.policy_max_new_tokens)))
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
+    fused_head.score_labelled_positions_only()  # on a CPU the LM head projects the completion only, as on a GPU
     return GRPOTrainer(model=model_path, reward_funcs=reward_funcs, args=training_args,
                        train_dataset=train_dataset, processing_class=tokenizer,
                        peft_config=get_peft_config(model_args), rollout_func=rollout_func)

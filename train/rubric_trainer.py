@@ -86,6 +86,7 @@ def build_trainer(script_args: RubricGeneratorArguments, training_args, model_ar
 
     from openrm.rubrics.reward import RubricGeneratorReward
     from openrm.rubrics.scorer_spec import build_scorer
+    from train import fused_head
 
     rank, out = PartialState().process_index, Path(training_args.output_dir)
     from openrm.models import resolve
@@ -101,6 +102,7 @@ def build_trainer(script_args: RubricGeneratorArguments, training_args, model_ar
                                    log_path=str(per_rank(out / "rubric_rewards.jsonl", rank)))
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
+    fused_head.score_labelled_positions_only()  # on a CPU the LM head projects the completion only, as on a GPU
     trainer = GRPOTrainer(model=model_path, reward_funcs=[reward], args=training_args,
                           train_dataset=train_dataset, processing_class=tokenizer,
                           peft_config=get_peft_config(model_args))

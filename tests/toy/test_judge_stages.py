@@ -55,3 +55,11 @@ def test_the_exported_grpo_stage_passes_its_flags_in_the_order_of_its_cache_key(
                                tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True, both_orders=False, rival_share=0.0,
                                order_groups=True, config=CONFIG)
     assert calls[1][0][5:][-2:] == ("--order_groups", "true")  # after every flag of an earlier key
+    judge_stages.exported_grpo(tmp_path / "judge-sft", built_elsewhere, tmp_path / "data", {"wiki": "i"}, settings,
+                               tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True, both_orders=False, rival_share=0.5,
+                               rival_kinds=["hedge", "evasion"], config=CONFIG)
+    assert calls[2][0][5:][-5:] == ("--rival_share", "0.5", "--rival_kinds", "hedge", "evasion")
+    judge_stages.exported_grpo(tmp_path / "judge-sft", built_elsewhere, tmp_path / "data", {"wiki": "i"}, settings,
+                               tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True, both_orders=False, rival_share=0.5,
+                               rival_kinds=["hedge", "evasion", "markup"], config=CONFIG)
+    assert calls[3][0][5:][-2:] == ("--rival_share", "0.5")  # every kind: the key of a run without the flag

@@ -288,3 +288,7 @@ def test_rival_share_sets_hostile_rivals_into_the_training_pairs_the_same_in_bot
         OpenRMArguments(dataset="x", retrievers=["wiki=/x", "arxiv=/y"], both_orders=True, order_groups=True)
     with pytest.raises(ValueError, match="rival_share"):
         OpenRMArguments(dataset="x", retrievers=["wiki=/x", "arxiv=/y"], rival_share=2.0)
+    with pytest.raises(ValueError, match="rival_kinds"):
+        OpenRMArguments(dataset="x", retrievers=["wiki=/x", "arxiv=/y"], rival_kinds=["hedge", "insult"])
+    only = with_rivals(Dataset.from_list(rows), 0.5, seed=0, kinds=["hedge", "evasion"])
+    assert {r["rival"] for r in only if r["rival"]} == {"hedge", "evasion"}
