@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plumbing.hardware import native_bf16
 from toy.judge_stages import grpo, measured, plot_curves, results_table, summary, toy_indexes
 from toy.warmup import WarmupPlan, warm_up
 from toy.world import DOMAINS, ToyWorld, WorldSize, write_dataset
@@ -66,9 +67,10 @@ class QuickstartArguments:
         "choices": ["six", "wide"]})
     grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
-    bf16: bool = field(default=False, metadata={
-        "help": "bfloat16 where this CPU (or a GPU) has it: the warm-up's and GRPO's forward under bf16 autocast "
-                "(float32 weights and optimizer), judging with bf16 weights. false: float32 throughout."})
+    bf16: bool = field(default_factory=native_bf16, metadata={
+        "help": "The warm-up's and GRPO's forward under bf16 autocast (float32 weights and optimizer), judging with "
+                "bf16 weights; false: float32 throughout. Default: true where the processor has native bf16 (a CPU "
+                "with avx512_bf16 or amx_bf16, a GPU that supports it; plumbing/hardware.py), else false."})
     threads: int = field(default=0, metadata={
         "help": "torch threads (0: one per core). Two torch jobs on the same cores slow each other 10x: run one."})
 
