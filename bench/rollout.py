@@ -115,8 +115,10 @@ def render(g: dict, qs: Path) -> str:
     shape = f"{per_step // cfg['num_generations']} prompts x {cfg['num_generations']} completions a step"
     return "\n".join([
         SECTION, "",
-        f"`.venv/bin/python -m bench.rollout --quickstart {qs} --part grpo --steps {g['steps']}` (SmolLM2 after the "
-        f"quickstart's SFT warm-up, configs/grpo_openrm/smollm2_cpu.yaml: {shape}; torch "
+        f"`.venv/bin/python -m bench.rollout --quickstart {qs} --part grpo --steps {g['steps']}"
+        f"{' --bf16' if g['bf16'] else ''}` (SmolLM2 after the quickstart's SFT warm-up, "
+        f"configs/grpo_openrm/smollm2_cpu.yaml: {shape}"
+        f"{', under bf16 autocast' if g['bf16'] else ', float32'}; torch "
         "2.13.0 CPU, 2 cores, bm25 toy indexes in process). Seconds summed over the steps.", "",
         "| part of the step | seconds | share |", "|---|---|---|",
         *(f"| {name} | {value:.2f} | {100 * value / g['step_time_s']:.1f} % |" for name, value in (
