@@ -19,7 +19,7 @@ def model(tmp_path_factory):
     return model
 
 
-def _run(model, monkeypatch, compact: bool):
+def _run(model, monkeypatch, compact: bool, bf16: bool = False):
     from train import fused_head
 
     rows = []
@@ -38,7 +38,8 @@ def _run(model, monkeypatch, compact: bool):
     labels = ids.masked_fill(mask == 0, -100)
     labels[:, :7] = -100  # 5 completion tokens a row
     model.zero_grad(set_to_none=True)
-    with fused_head.completion_positions_only() if compact else torch.enable_grad():
+    with (fused_head.completion_positions_only() if compact else torch.enable_grad(),
+          torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)):
         out = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
     out.log_probs.sum().backward()
     grad = model.get_output_embeddings().weight.grad.clone()
@@ -63,3 +64,15 @@ def test_the_block_restores_trls_choice():
     with fused_head.completion_positions_only():
         assert trl_utils._use_triton(torch.device("cpu"))
     assert trl_utils._use_triton is before
+
+
+def test_under_bf16_autocast_the_compact_path_agrees_and_stays_near_float32(model, monkeypatch):
+    """What the quickstart trains with on a processor with native bf16: autocast around TRL's fused head."""
+    _, logps, _, _ = _run(model, monkeypatch, compact=False)
+    every_rows, logps_bf16, _, grad = _run(model, monkeypatch, compact=False, bf16=True)
+    rows, logps_c, _, grad_c = _run(model, monkeypatch, compact=True, bf16=True)
+    assert every_rows == [33] and rows == [15]
+    assert logps_bf16.dtype == torch.float32 and torch.isfinite(grad_c).all()
+    assert torch.allclose(logps_bf16, logps_c, atol=1e-2) and torch.allclose(grad, grad_c, atol=1e-2)
+    assert (logps_bf16 - logps).abs().max() < 0.1  # bf16's rounding, not another computation
+    assert (logps_bf16 - logps).abs().max() > 0  # autocast did run in bf16
