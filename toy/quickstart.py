@@ -67,7 +67,7 @@ class QuickstartArguments:
         "choices": ["six", "wide"]})
     grpo_steps: int = field(default=30, metadata={"help": "GRPO steps (4 prompts x 4 completions each)."})
     grpo_learning_rate: float = field(default=1e-5, metadata={"help": "GRPO learning rate (constant)."})
-    bf16: bool = field(default_factory=native_bf16, metadata={
+    bf16: bool | None = field(default=None, metadata={
         "help": "The warm-up's and GRPO's forward under bf16 autocast (float32 weights and optimizer), judging with "
                 "bf16 weights; false: float32 throughout. Default: true where the processor has native bf16 (a CPU "
                 "with avx512_bf16 or amx_bf16, a GPU that supports it; plumbing/hardware.py), else false."})
@@ -87,6 +87,8 @@ class QuickstartArguments:
             raise ValueError(f"hedge_share must be in [0, 1], got {self.hedge_share}")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0, got {self.threads}")
+        if self.bf16 is None:
+            self.bf16 = native_bf16()
 
     def warmup_plan(self) -> WarmupPlan:
         return WarmupPlan(steps=self.sft_steps, batch=self.sft_batch, learning_rate=self.sft_learning_rate,

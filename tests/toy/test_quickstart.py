@@ -272,3 +272,16 @@ def test_a_comment_in_the_grpo_config_keeps_a_finished_run_but_a_value_does_not(
     c.write_text("# one comment\nlearning_rate: 2.0e-5\nmax_steps: 20\n")
     assert config_key(a) == config_key(b)
     assert config_key(a) != config_key(c)
+
+
+def test_bf16_defaults_to_what_the_processor_has_and_a_flag_pins_it(monkeypatch):
+    from trl import TrlParser
+
+    from toy import quickstart
+
+    for native in (True, False):
+        monkeypatch.setattr(quickstart, "native_bf16", lambda native=native: native)
+        for argv, expected in (([], native), (["--bf16", "false"], False), (["--bf16", "true"], True)):
+            monkeypatch.setattr("sys.argv", ["quickstart", "--out", "x", *argv])
+            (args,) = TrlParser(quickstart.QuickstartArguments).parse_args_and_config()
+            assert args.bf16 is expected
