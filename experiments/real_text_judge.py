@@ -109,8 +109,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.trace == "retrieved" and args.grpo_steps:
         parser.error("GRPO trains the searching protocol: warm it up with --trace verdict or quotes")
-    if not 0.0 <= args.rival_share <= 1.0:
-        parser.error(f"--rival-share must be in [0, 1], got {args.rival_share}")
+    if not 0.0 <= args.rival_share <= 1.0 or not 0.0 <= (args.grpo_rival_share or 0.0) <= 1.0:
+        parser.error("--rival-share and --grpo-rival-share must be in [0, 1]")
     if args.both_orders_reward and args.order_groups:
         parser.error("--both-orders-reward and --order-groups are two ways to train both orders: choose one")
     if args.holdout_kind and args.grpo_steps:
