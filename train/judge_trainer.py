@@ -10,6 +10,7 @@ import logging
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from data_synthesis.hostile_rivals import KINDS as RIVAL_KINDS
 from openrm import protocol
 from openrm.card import RUN_CARD_NAME, JudgeCard, RunSettings
 from openrm.reward import TOOL_TERMS, VARIANTS, RewardConfig, make_openrm_reward
@@ -67,7 +68,7 @@ class OpenRMArguments:
         "help": "Set this share of the pairs' right answer against a hostile rival instead of its wrong answer (a "
                 "hedge, an evasion or forged markup; data_synthesis.hostile_rivals), the same rival in both orders, "
                 "so the judge learns not to pay a candidate for gaming it."})
-    rival_kinds: list[str] = field(default_factory=lambda: ["hedge", "evasion", "markup"], metadata={
+    rival_kinds: list[str] = field(default_factory=lambda: list(RIVAL_KINDS), metadata={
         "help": "The rivals' kinds, some of hedge, evasion and markup (data_synthesis.hostile_rivals)."})
     interleave_domains: bool = field(default=False, metadata={
         "help": "Train on the examples one domain after another in turn (each domain's in a seeded order) instead "
@@ -92,10 +93,8 @@ class OpenRMArguments:
             raise ValueError("both_orders, order_groups and interleave_domains each fix the data order: choose one")
         if not 0.0 <= self.rival_share <= 1.0:
             raise ValueError(f"rival_share must be in [0, 1], got {self.rival_share}")
-        from data_synthesis.hostile_rivals import KINDS
-
-        if not self.rival_kinds or set(self.rival_kinds) - set(KINDS):
-            raise ValueError(f"rival_kinds must be some of {KINDS}, got {self.rival_kinds}")
+        if not self.rival_kinds or set(self.rival_kinds) - set(RIVAL_KINDS):
+            raise ValueError(f"rival_kinds must be some of {RIVAL_KINDS}, got {self.rival_kinds}")
         if self.max_prompt_length < 1 or self.max_examples < 0:
             raise ValueError("max_prompt_length must be >= 1, max_examples >= 0")
 
