@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 
@@ -19,6 +19,15 @@ def mean_sd(values: Iterable[float | None], digits: int = 2) -> str:
         return "-"
     mean = statistics.fmean(kept)
     return f"{mean:.{digits}f} ± {statistics.stdev(kept):.{digits}f}" if len(kept) > 1 else f"{mean:.{digits}f}"
+
+
+GRPO_CURVE_KEYS = ("reward", "openrm/em", "openrm/tool", "openrm/calls_per_trajectory", "completions/mean_length")
+
+
+def grpo_curve(run: Path, keys: Sequence[str] = GRPO_CURVE_KEYS) -> list[dict[str, float]]:
+    """The logged steps of a judge GRPO run (`train/grpo_openrm.py`): the step and each of `keys` it logged."""
+    history = json.loads((run / "trainer_state.json").read_text())["log_history"]
+    return [{"step": h["step"], **{k: h[k] for k in keys if k in h}} for h in history if "reward" in h]
 
 
 def tournament_logs(run: Path) -> list[dict]:
@@ -65,3 +74,35 @@ def hostile_cell(runs: list[dict]) -> str:
         if first or last:
             seen.append(f"{kind} {share(first)} → {share(last)}")
     return ", ".join(seen) or "none seen"
+
+
+def plot_over_steps(curves: Mapping[str, Sequence[Sequence[Mapping[str, float]]]],
+                    panels: Sequence[tuple[str, str]], out: Path) -> Path | None:
+    """A PNG with one panel per `(key, title)` of `panels` over training steps. `curves[name]` holds one curve per
+    seed, each a list of logged steps (`{"step": s, key: value, ...}`); each name gets its mean over seeds (at the
+    steps every seed logged) drawn bold and each seed's line faint. None, and no file, when no name has a curve."""
+    curves = {name: seeds for name, seeds in curves.items() if seeds}
+    if not curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.4), squeeze=False)
+    for (key, title), ax in zip(panels, axes[0], strict=True):
+        for n, (name, seeds) in enumerate(curves.items()):
+            per_seed = [{h["step"]: h[key] for h in seed if key in h} for seed in seeds]
+            for points in per_seed:
+                ax.plot(list(points), list(points.values()), color=f"C{n}", alpha=0.25, linewidth=0.8)
+            steps = sorted(set.intersection(*(set(points) for points in per_seed)))
+            ax.plot(steps, [statistics.fmean(points[s] for points in per_seed) for s in steps], color=f"C{n}",
+                    linewidth=2, label=f"{name} ({len(seeds)} seed{'s' if len(seeds) > 1 else ''})")
+        ax.set_title(title)
+        ax.set_xlabel("step")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -24,23 +24,25 @@ of fact) and answers at once, a guess, in the rest; then GRPO with each reward v
 Every stage also judges each final checkpoint on pairs of a toy world of another seed (`--other-world`: names it never
 saw), so a skill that was only memorised would show there.
 
-Every stage is cached under --out (delete a folder to redo it); results go to `<out>/stage_<x>.json` and a markdown
-table on stdout.
+Every stage is cached under --out (a rerun trains and judges only what is missing; delete a folder to redo it);
+results go to `<out>/stage_<x>.json`, a table on stdout and `<out>/stage_<x>.png` (each variant's R_EM, searches and
+R_tool over the GRPO steps, mean over seeds: the paper's Fig. 3 axes). `--bf16` (default: where the processor has
+native bf16) trains under bf16 autocast and judges with bf16 weights; its folders and files carry `-bf16`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import time
 from pathlib import Path
 
-from experiments.cells import mean_sd
+from experiments.cells import grpo_curve, mean_sd, plot_over_steps
 from openrm.models import resolve
 from plumbing import atomic
-from toy.judge_stages import grpo, measured, toy_indexes
+from plumbing.hardware import native_bf16
+from toy.judge_stages import grpo, judged, measured, toy_indexes
 from toy.warmup import WarmupPlan, warm_up
 from toy.world import ToyWorld, write_dataset
 
@@ -58,22 +60,9 @@ STAGE_METRICS = {
 }
 
 
-def judged(model: Path, indexes, test: list[dict], other: tuple | None, sampled: bool) -> dict:
-    metrics = measured(model, indexes, test)
-    metrics["searches_per_order"] = metrics["searches_per_judgment"] / 2
-    if sampled:  # the policy GRPO trains, not only its mode
-        at_t1 = measured(model, indexes, test, temperature=1.0, seed=0)
-        metrics["sampled_tool_share"] = at_t1["correct_tool_share"]
-        metrics["sampled_searches_per_order"] = at_t1["searches_per_judgment"] / 2
-    if other:
-        metrics["other_world_accuracy"] = measured(model, other[0], other[1])["accuracy"]
-    return metrics
-
-
-def curve(run: Path) -> list[dict[str, float]]:
-    keys = ("reward", "openrm/em", "openrm/tool", "openrm/calls_per_trajectory", "completions/mean_length")
-    history = json.loads((run / "trainer_state.json").read_text())["log_history"]
-    return [{"step": h["step"], **{k: h[k] for k in keys if k in h}} for h in history if "reward" in h]
+# the paper's Fig. 3 plots accuracy and tool calls over training: the plot's panels
+PANELS = (("openrm/em", "training accuracy (R_EM)"), ("openrm/calls_per_trajectory", "searches / trajectory"),
+          ("openrm/tool", "R_tool"))
 
 
 def run_suffix(args) -> str:
@@ -83,13 +72,16 @@ def run_suffix(args) -> str:
             + ("" if args.grpo_generations is None else f"-g{args.grpo_generations}")
             + ("" if args.grpo_beta is None else f"-kl{args.grpo_beta:g}")
             + ("" if args.grpo_batch is None else f"-b{args.grpo_batch}")
-            + ("" if not args.hedge_share else f"-hedge{args.hedge_share:g}"))
+            + ("" if not args.hedge_share else f"-hedge{args.hedge_share:g}")
+            + ("-bf16" if args.bf16 else ""))
 
 
 def grpo_overrides(args, variant: str, seed: int, run: Path) -> list[str]:
     """Command-line overrides of the GRPO config for one run."""
     extra = ["--reward_variant", variant, "--tool_term", args.tool_term, "--seed", str(seed),
              "--learning_rate", str(args.grpo_lr), "--trajectory_log", str(run / "trajectories.jsonl")]
+    if args.bf16:
+        extra += ["--bf16", "true"]
     if args.grpo_generations is not None:
         extra += ["--num_generations", str(args.grpo_generations)]
     if args.grpo_beta is not None:
@@ -104,37 +96,45 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict], othe
     sampled = args.stage in ("a", "c")
     share = args.search_share if args.stage == "c" else 1.0
     base = resolve(args.model)
+    bf16 = args.bf16
+    judging = {"dtype": "bfloat16"} if bf16 else {}  # a float32 run's cached numbers keep their key
     runs: dict[str, dict] = {}
     for seed in args.seeds:
         plan = WarmupPlan(steps=args.sft_steps, batch=args.sft_batch, learning_rate=args.sft_lr,
                           random_tool=stage_a, search_share=share, hedge_share=args.hedge_share,
-                          domains=tuple(args.domains), seed=seed)
+                          domains=tuple(args.domains), seed=seed, bf16=bf16)
         start = warm_up(world, base, args.out / (f"{args.stage}-sft-s{seed}-{args.sft_steps}x{args.sft_batch}"
                                                  + ("" if share == 1 else f"-search{share:g}")
-                                                 + ("" if not args.hedge_share else f"-hedge{args.hedge_share:g}")),
+                                                 + ("" if not args.hedge_share else f"-hedge{args.hedge_share:g}")
+                                                 + ("-bf16" if bf16 else "")),
                         plan)
-        runs[f"sft/s{seed}"] = judged(start, indexes, test, None, sampled=sampled)  # another world: trained only
+        runs[f"sft/s{seed}"] = judged(start, indexes, test, None, sampled=sampled, **judging)  # other world: trained
         if not stage_a:
-            runs[f"sft/s{seed}"]["no_search_accuracy"] = measured(start, None, test)["accuracy"]
+            runs[f"sft/s{seed}"]["no_search_accuracy"] = measured(start, None, test, **judging)["accuracy"]
         logger.info("stage %s seed %d SFT start: %s", args.stage, seed, runs[f"sft/s{seed}"])
         for variant in (["composite"] if args.stage == "b" else args.variants) if args.grpo_steps else ():
             t = time.perf_counter()
             name = variant + run_suffix(args)
             folder = args.out / f"{args.stage}-{name}-s{seed}"
             run = grpo(start, data, indexes, folder, args.grpo_steps, *grpo_overrides(args, variant, seed, folder))
-            metrics = judged(run, indexes, test, other, sampled=sampled)
+            metrics = judged(run, indexes, test, other, sampled=sampled, **judging)
             if not stage_a:
-                metrics["no_search_accuracy"] = measured(run, None, test)["accuracy"]
-            metrics.update(seconds=time.perf_counter() - t, curve=curve(run))
+                metrics["no_search_accuracy"] = measured(run, None, test, **judging)["accuracy"]
+            metrics.update(seconds=time.perf_counter() - t, curve=grpo_curve(run))
             runs[f"{name}/s{seed}"] = metrics
             logger.info("stage %s seed %d %s: %s", args.stage, seed, name,
                         {k: v for k, v in metrics.items() if k != "curve"})
     return runs
 
 
-def table(runs: dict, args) -> str:
+def row_names(args) -> list[str]:
+    """The table's rows: the warm-up, then each variant with its run suffix."""
     names = ["sft", *(["composite"] if args.stage == "b" else args.variants)]
-    names = [n if n == "sft" else n + run_suffix(args) for n in names]
+    return [n if n == "sft" else n + run_suffix(args) for n in names]
+
+
+def table(runs: dict, args) -> str:
+    names = row_names(args)
     metrics = STAGE_METRICS[args.stage]
     lines = ["| start → GRPO variant | seeds | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 2) + "|"]
     for name in names:
@@ -180,7 +180,11 @@ def main() -> None:
                         help="KL coefficient against the warm-up (default: the config's 0.0)")
     parser.add_argument("--grpo-batch", type=int, default=None,
                         help="completions a step, a multiple of the group size (default: the config's 16)")
+    parser.add_argument("--bf16", choices=("true", "false"), default=None,
+                        help="warm-up and GRPO under bf16 autocast, judging with bf16 weights (default: true where "
+                             "the processor has native bf16, plumbing/hardware.py)")
     args = parser.parse_args()
+    args.bf16 = native_bf16() if args.bf16 is None else args.bf16 == "true"
     if args.domains is None:  # with medical, WIKI is the right tool 2 times in 3
         args.domains = ["wiki", "science"] if args.stage == "a" else ["wiki", "science", "medical"]
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -208,11 +212,15 @@ def main() -> None:
     runs = run_stage(args, world, data, indexes, test, other)
     seconds = time.perf_counter() - t
     out = args.out / (f"stage_{args.stage}{'' if args.tool_term == 'share' else '_' + args.tool_term}"
-                      + ("" if not args.hedge_share else f"_hedge{args.hedge_share:g}") + ".json")
+                      + ("" if not args.hedge_share else f"_hedge{args.hedge_share:g}")
+                      + ("_bf16" if args.bf16 else "") + ".json")
     atomic.write_json(out, {"args": {k: str(v) for k, v in vars(args).items()}, "seconds": seconds, "runs": runs},
                       indent=1)
+    curves = {name: [r["curve"] for key, r in runs.items() if key.split("/")[0] == name and r.get("curve")]
+              for name in row_names(args)[1:]}
+    plot = plot_over_steps(curves, PANELS, out.with_suffix(".png"))
     print(table(runs, args))
-    print(f"({seconds:.0f} s; {out})")
+    print(f"({seconds:.0f} s; {out}{f'; curves {plot}' if plot else ''})")
 
 
 if __name__ == "__main__":

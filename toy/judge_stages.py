@@ -213,6 +213,22 @@ def measured(model: Path, indexes: dict[str, Path] | None, examples: list[dict],
     return dict(saved[key])
 
 
+def judged(model: Path, indexes: dict[str, Path], test: list[dict], other: tuple | None, sampled: bool,
+           **judging) -> dict:
+    """`measured` with search, plus searches per order; with `sampled`, the right-corpus share and searches at
+    temperature 1 (the policy GRPO trains, not only its mode); with `other` = (indexes, pairs), the accuracy on
+    another toy world. `judging`: run-setting overrides for every judgment (e.g. the dtype)."""
+    metrics = measured(model, indexes, test, **judging)
+    metrics["searches_per_order"] = metrics["searches_per_judgment"] / 2
+    if sampled:
+        at_t1 = measured(model, indexes, test, temperature=1.0, seed=0, **judging)
+        metrics["sampled_tool_share"] = at_t1["correct_tool_share"]
+        metrics["sampled_searches_per_order"] = at_t1["searches_per_judgment"] / 2
+    if other:
+        metrics["other_world_accuracy"] = measured(model, other[0], other[1], **judging)["accuracy"]
+    return metrics
+
+
 def plot_curves(run_dir: Path, out: Path) -> Path | None:
     state = run_dir / "trainer_state.json"
     if not state.exists():

@@ -14,13 +14,14 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     monkeypatch.setattr(proof, "warm_up", lambda world, base, out, plan: warmed.append((out.name, plan)) or out)
     monkeypatch.setattr(proof, "grpo", lambda start, data, indexes, out, steps, *extra: trained.append(
         (start.name, out.name, extra)) or out)
-    monkeypatch.setattr(proof, "judged", lambda *a, **kw: {"accuracy": 1.0})
-    monkeypatch.setattr(proof, "measured", lambda *a, **kw: {"accuracy": 0.0})
-    monkeypatch.setattr(proof, "curve", lambda run: [])
+    judgings = []
+    monkeypatch.setattr(proof, "judged", lambda *a, **kw: judgings.append(kw) or {"accuracy": 1.0})
+    monkeypatch.setattr(proof, "measured", lambda *a, **kw: judgings.append(kw) or {"accuracy": 0.0})
+    monkeypatch.setattr(proof, "grpo_curve", lambda run: [])
     args = argparse.Namespace(stage="a", seeds=[0, 1], model="smollm2-135m-instruct", sft_steps=40, sft_batch=8,
                               sft_lr=1e-4, domains=["wiki", "science"], variants=["composite", "em_only"],
                               grpo_steps=30, grpo_lr=1e-5, tool_term="share", grpo_generations=8, grpo_beta=0.04,
-                              grpo_batch=None, hedge_share=0.0, out=tmp_path)
+                              grpo_batch=None, hedge_share=0.0, out=tmp_path, bf16=False)
     runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
     assert [(name, plan.random_tool, plan.seed) for name, plan in warmed] == [
         ("a-sft-s0-40x8", True, 0), ("a-sft-s1-40x8", True, 1)]
@@ -48,6 +49,16 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
     assert [(name, plan.hedge_share) for name, plan in warmed] == [("c-sft-s2-40x8-search0.3-hedge0.25", 0.25)]
     assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-hedge0.25-s2"]
+    assert all("dtype" not in kw for kw in judgings)
+    # bf16: the warm-up plan, GRPO's overrides and every judgment carry it, and its folders are apart from float32's
+    warmed.clear(), trained.clear(), judgings.clear()
+    args.hedge_share, args.bf16 = 0.0, True
+    runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
+    assert [(name, plan.bf16) for name, plan in warmed] == [("c-sft-s2-40x8-search0.3-bf16", True)]
+    assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-bf16-s2"]
+    assert trained[0][2][trained[0][2].index("--bf16") + 1] == "true"
+    assert judgings and all(kw.get("dtype") == "bfloat16" for kw in judgings)
+    assert f"| GRPO composite-{suffix}-bf16 | 1 |" in proof.table(runs, args)
 
 
 def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
@@ -56,6 +67,28 @@ def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
 
     proof = importlib.import_module("experiments.learning_proof")
     args = argparse.Namespace(tool_term="share", grpo_steps=30, grpo_lr=1e-5, grpo_generations=None, grpo_beta=None,
-                              grpo_batch=None, hedge_share=0.0)
+                              grpo_batch=None, hedge_share=0.0, bf16=False)
     extra = proof.grpo_overrides(args, "composite", 0, tmp_path)
-    assert "--num_generations" not in extra and "--beta" not in extra and proof.run_suffix(args) == "-30x1e-05"
+    assert "--num_generations" not in extra and "--beta" not in extra and "--bf16" not in extra
+    assert proof.run_suffix(args) == "-30x1e-05"
+
+
+def test_the_curves_plot_draws_each_variant_over_the_steps_every_seed_logged(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from experiments.cells import plot_over_steps
+
+    drawn = []
+    real_plot = matplotlib.axes.Axes.plot
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot",
+                        lambda self, x, y, **kw: drawn.append((list(x), list(y), kw.get("label"))) or real_plot(
+                            self, x, y, **kw))
+    seed0 = [{"step": 1, "openrm/em": 0.2}, {"step": 2, "openrm/em": 0.4}, {"step": 3, "openrm/em": 0.9}]
+    seed1 = [{"step": 1, "openrm/em": 0.4}, {"step": 2, "openrm/em": 0.8}]  # stopped a step early
+    out = plot_over_steps({"composite": [seed0, seed1], "em_only": []}, [("openrm/em", "R_EM")], tmp_path / "c.png")
+    assert out == tmp_path / "c.png" and out.stat().st_size > 0
+    means = [(x, y) for x, y, label in drawn if label]
+    assert [(x, [round(v, 6) for v in y]) for x, y in means] == [([1, 2], [0.3, 0.6])]
+    assert [label for *_, label in drawn if label] == ["composite (2 seeds)"]  # a variant with no curve is left out
+    assert plot_over_steps({"em_only": []}, [("openrm/em", "R_EM")], tmp_path / "none.png") is None
+    assert not (tmp_path / "none.png").exists()
