@@ -73,15 +73,14 @@ def run_suffix(args) -> str:
             + ("" if args.grpo_beta is None else f"-kl{args.grpo_beta:g}")
             + ("" if args.grpo_batch is None else f"-b{args.grpo_batch}")
             + ("" if not args.hedge_share else f"-hedge{args.hedge_share:g}")
-            + ("-bf16" if args.bf16 else ""))
+            + ("-toolbal" if args.tool_balance else "") + ("-bf16" if args.bf16 else ""))
 
 
 def grpo_overrides(args, variant: str, seed: int, run: Path) -> list[str]:
     """Command-line overrides of the GRPO config for one run."""
     extra = ["--reward_variant", variant, "--tool_term", args.tool_term, "--seed", str(seed),
              "--learning_rate", str(args.grpo_lr), "--trajectory_log", str(run / "trajectories.jsonl")]
-    if args.bf16:
-        extra += ["--bf16", "true"]
+    extra += ["--bf16", "true"] * args.bf16 + ["--tool_balance", "true"] * args.tool_balance
     if args.grpo_generations is not None:
         extra += ["--num_generations", str(args.grpo_generations)]
     if args.grpo_beta is not None:
@@ -180,6 +179,7 @@ def main() -> None:
                         help="KL coefficient against the warm-up (default: the config's 0.0)")
     parser.add_argument("--grpo-batch", type=int, default=None,
                         help="completions a step, a multiple of the group size (default: the config's 16)")
+    parser.add_argument("--tool-balance", action="store_true", help="centre each tool's advantages")
     parser.add_argument("--bf16", choices=("true", "false"), default=None,
                         help="warm-up and GRPO under bf16 autocast, judging with bf16 weights (default: true where "
                              "the processor has native bf16, plumbing/hardware.py)")

@@ -70,6 +70,10 @@ class OpenRMArguments:
                 "so the judge learns not to pay a candidate for gaming it."})
     rival_kinds: list[str] = field(default_factory=lambda: list(RIVAL_KINDS), metadata={
         "help": "The rivals' kinds, some of hedge, evasion and markup (data_synthesis.hostile_rivals)."})
+    tool_balance: bool = field(default=False, metadata={
+        "help": "Centre each tool's advantages to mean zero over every generation batch, after the group baselines "
+                "(train/tool_balance.py): a step can then move which tool a question gets, not a preference for one "
+                "tool that every question shares. For learning the tool choice (Stage A); not with order_groups."})
     interleave_domains: bool = field(default=False, metadata={
         "help": "Train on the examples one domain after another in turn (each domain's in a seeded order) instead "
                 "of shuffled, so every step holds the domains in equal measure. With few prompts a step, a shuffled "
@@ -91,6 +95,8 @@ class OpenRMArguments:
                                    tools=protocol.tool_names(self.tool_specs), both_orders=self.both_orders)
         if sum((self.both_orders, self.order_groups, self.interleave_domains)) > 1:
             raise ValueError("both_orders, order_groups and interleave_domains each fix the data order: choose one")
+        if self.tool_balance and self.order_groups:
+            raise ValueError("tool_balance and order_groups each replace the GRPO trainer: choose one")
         if not 0.0 <= self.rival_share <= 1.0:
             raise ValueError(f"rival_share must be in [0, 1], got {self.rival_share}")
         if not self.rival_kinds or set(self.rival_kinds) - set(RIVAL_KINDS):
@@ -171,13 +177,17 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     fused_head.score_labelled_positions_only()  # on a CPU the LM head projects the completion only, as on a GPU
-    trainer_class = GRPOTrainer
+    trainer_class, extra = GRPOTrainer, {}
     if script_args.order_groups:  # each group one pair in both orders
         from train.order_groups import OrderGroupsTrainer as trainer_class
+    if script_args.tool_balance:  # each tool's advantages centred over the step
+        from train.tool_balance import ToolBalancedTrainer as trainer_class
+
+        extra = {"tools": script_args.reward.tools}
     return trainer_class(model=model_path, reward_funcs=[reward], args=training_args,
-                       train_dataset=train_dataset, processing_class=tokenizer,
-                       peft_config=get_peft_config(model_args),
-                       rollout_func=rollout_func)
+                         train_dataset=train_dataset, processing_class=tokenizer,
+                         peft_config=get_peft_config(model_args),
+                         rollout_func=rollout_func, **extra)
 
 
 def save_judge(trainer, script_args: OpenRMArguments, training_args, model_args) -> None:

@@ -245,6 +245,18 @@ def test_order_groups_put_a_pair_in_both_orders_into_each_group_and_pay_plain_ve
     assert all(r["em"] == float(r["answer"] == r["label"]) for r in records)
 
 
+@pytest.mark.slow
+def test_tool_balance_trains_with_the_tool_centred_trainer_and_logs_its_shift(world_dir, tmp_path):
+    from train.judge_trainer import parse, train_judge
+    from train.tool_balance import ToolBalancedTrainer
+
+    trainer = train_judge(*parse(_args(world_dir, tmp_path / "run", "--max_steps", "1", "--save_steps", "10",
+                                       "--tool_balance", "true")))
+    assert isinstance(trainer, ToolBalancedTrainer) and trainer.state.global_step == 1
+    logs = [h for h in trainer.state.log_history if "openrm/tool_centring" in h]
+    assert len(logs) == 1 and logs[0]["openrm/tool_centring"] >= 0.0
+
+
 def test_both_orders_refuses_a_layout_that_splits_pairs():
     from types import SimpleNamespace
 
