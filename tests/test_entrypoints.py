@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("train", "eval", "retrieval", "data_synthesis", "toy", "bench", "experiments")
 MAIN = re.compile(r"^if __name__ == [\"']__main__[\"']:", re.MULTILINE)
+SHIM = re.compile(r"sys\.path\.insert\(0, str\(Path\(__file__\)")  # a script making its repository importable
 
 
 def entry_points() -> list[str]:
@@ -42,6 +43,26 @@ def test_help_exits_cleanly_with_usage(module, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "usage:" in proc.stdout and "--help" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+# the trainers the README launches by file (`accelerate launch train/grpo_openrm.py ...`): the installed package, not a
+# path shim, makes `train.*` importable from there
+LAUNCHED_AS_FILES = ("train/grpo_openrm.py", "train/grpo_policy.py", "train/grpo_rubric_generator.py", "train/dpo.py")
+
+
+@pytest.mark.parametrize("script", LAUNCHED_AS_FILES)
+@pytest.mark.slow
+def test_a_trainer_runs_as_a_file_from_another_folder(script, tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / script), "--help"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "usage:" in proc.stdout
+
+
+def test_no_script_puts_the_repository_on_its_import_path():
+    shims = [p.relative_to(ROOT).as_posix() for package in PACKAGES for p in sorted((ROOT / package).glob("*.py"))
+             if SHIM.search(p.read_text(encoding="utf-8"))]
+    assert not shims, f"run these with `python -m` (the package is installed) instead of editing sys.path: {shims}"
 
 
 LIBRARY_PACKAGES = ("openrm", "retrieval", "plumbing")  # library modules that may keep a short `python -m` tail

@@ -9,14 +9,9 @@ The core modules (`toy/world.py`, `toy/tiny.py`) only build; this entry point re
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from toy.tiny import TOKENIZERS, TinyConfig  # noqa: E402
+from toy.tiny import TOKENIZERS, TinyConfig
 
 logger = logging.getLogger("openrm.toy_assets")
 _TINY = TinyConfig()

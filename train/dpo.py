@@ -14,14 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
-if __package__ in (None, ""):  # `accelerate launch train/dpo.py` runs this file as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from train.runs import resume_point, write_run_record  # noqa: E402
+from train.runs import resume_point, write_run_record
 
 logger = logging.getLogger("openrm.dpo")
 RUN_FILE = "dpo_run.json"  # what this run trained on, beside the model

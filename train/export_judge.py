@@ -16,10 +16,7 @@ import logging
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # `python train/export_judge.py` runs this file as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from train.judge_export import ExportArguments, export_judge  # noqa: E402
+from train.judge_export import ExportArguments, export_judge
 
 
 def main(argv: list[str] | None = None) -> Path:

@@ -30,16 +30,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from openrm import protocol  # noqa: E402
-from plumbing import atomic  # noqa: E402
-from train.trajectories import TRACES, GoldStats, gold_records  # noqa: E402
+from openrm import protocol
+from plumbing import atomic
+from train.trajectories import TRACES, GoldStats, gold_records
 
 
 def main(argv: Sequence[str] | None = None) -> int:

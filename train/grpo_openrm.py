@@ -24,13 +24,8 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # `accelerate launch train/grpo_openrm.py` runs this file as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from train.judge_trainer import parse, train_judge  # noqa: E402
+from train.judge_trainer import parse, train_judge
 
 
 def main(argv: list[str] | None = None):

@@ -21,13 +21,8 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # `accelerate launch train/grpo_policy.py` runs this file as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from train.policy_trainer import parse, train_policy  # noqa: E402
+from train.policy_trainer import parse, train_policy
 
 
 def main(argv: list[str] | None = None):

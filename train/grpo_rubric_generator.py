@@ -16,13 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # `accelerate launch train/grpo_rubric_generator.py` runs this file as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from train.rubric_trainer import parse, train_rubric_generator  # noqa: E402
+from train.rubric_trainer import parse, train_rubric_generator
 
 
 def main(argv: list[str] | None = None):

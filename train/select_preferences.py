@@ -15,15 +15,10 @@ is eval/preference_sets.py; selecting, scoring and curating eval/selection.py.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from train.preference_selection import SelectArguments, run  # noqa: E402
+from train.preference_selection import SelectArguments, run
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

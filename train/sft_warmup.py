@@ -19,13 +19,8 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from train.warmup_trainer import parse, train_warmup  # noqa: E402
+from train.warmup_trainer import parse, train_warmup
 
 
 def main(argv: list[str] | None = None):
