@@ -21,7 +21,7 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     args = argparse.Namespace(stage="a", seeds=[0, 1], model="smollm2-135m-instruct", sft_steps=40, sft_batch=8,
                               sft_lr=1e-4, domains=["wiki", "science"], variants=["composite", "em_only"],
                               grpo_steps=30, grpo_lr=1e-5, tool_term="share", grpo_generations=8, grpo_beta=0.04,
-                              grpo_batch=None, hedge_share=0.0, out=tmp_path, bf16=False)
+                              grpo_batch=None, hedge_share=0.0, out=tmp_path, bf16=False, tool_balance=False)
     runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
     assert [(name, plan.random_tool, plan.seed) for name, plan in warmed] == [
         ("a-sft-s0-40x8", True, 0), ("a-sft-s1-40x8", True, 1)]
@@ -59,6 +59,13 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     assert trained[0][2][trained[0][2].index("--bf16") + 1] == "true"
     assert judgings and all(kw.get("dtype") == "bfloat16" for kw in judgings)
     assert f"| GRPO composite-{suffix}-bf16 | 1 |" in proof.table(runs, args)
+    # tool-centred advantages: GRPO gets the switch, the run folder and row name it, the warm-up is shared
+    warmed.clear(), trained.clear()
+    args.tool_balance = True
+    proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
+    assert [name for name, _ in warmed] == ["c-sft-s2-40x8-search0.3-bf16"]
+    assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-toolbal-bf16-s2"]
+    assert trained[0][2][trained[0][2].index("--tool_balance") + 1] == "true"
 
 
 def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
@@ -67,9 +74,9 @@ def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
 
     proof = importlib.import_module("experiments.learning_proof")
     args = argparse.Namespace(tool_term="share", grpo_steps=30, grpo_lr=1e-5, grpo_generations=None, grpo_beta=None,
-                              grpo_batch=None, hedge_share=0.0, bf16=False)
+                              grpo_batch=None, hedge_share=0.0, bf16=False, tool_balance=False)
     extra = proof.grpo_overrides(args, "composite", 0, tmp_path)
-    assert "--num_generations" not in extra and "--beta" not in extra and "--bf16" not in extra
+    assert not {"--num_generations", "--beta", "--bf16", "--tool_balance"} & set(extra)
     assert proof.run_suffix(args) == "-30x1e-05"
 
 
