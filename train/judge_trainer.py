@@ -73,7 +73,8 @@ class OpenRMArguments:
     tool_balance: bool = field(default=False, metadata={
         "help": "Centre each tool's advantages to mean zero over every generation batch, after the group baselines "
                 "(train/tool_balance.py): a step can then move which tool a question gets, not a preference for one "
-                "tool that every question shares. For learning the tool choice (Stage A); not with order_groups."})
+                "tool that every question shares. For learning the tool choice once the judge searches (Stage A): "
+                "it also removes what searching gains over answering at once. Not with order_groups."})
     interleave_domains: bool = field(default=False, metadata={
         "help": "Train on the examples one domain after another in turn (each domain's in a seeded order) instead "
                 "of shuffled, so every step holds the domains in equal measure. With few prompts a step, a shuffled "

@@ -12,6 +12,10 @@ science question's. It is a baseline that depends on the action, so it biases th
 the shared direction, whose expected gradient is zero when the step holds the domains evenly. Completions that do
 not search keep their advantage. Each process centres its own completions (one process on a CPU: the whole step).
 
+It is for teaching the choice between tools once the judge searches (Stage A), not for teaching it to search:
+centring the searching completions' advantages also removes what they gain, as a whole, over those that answer
+at once, which is the signal Stage C learns from.
+
     trainer = ToolBalancedTrainer(model=..., reward_funcs=..., tools=("WIKI", "ARXIV"), ...)
 
 `train/judge_trainer.py --tool_balance true` builds it.
