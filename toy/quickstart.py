@@ -55,7 +55,12 @@ class QuickstartArguments:
     random_tool: bool = field(default=False, metadata={
         "help": "Warm up on trajectories whose tool carries no information (each tool equally often per kind of "
                 "fact), leaving the tool choice to GRPO; false: the gold tool. (On SmolLM2, 30 GRPO steps teach "
-                "the tool choice on one seed in three: bench/RESULTS.md, Stage A.)"})
+                "the tool choice on one seed in three, with --tool_balance on every seed tried: bench/RESULTS.md, "
+                "Stage A.)"})
+    tool_balance: bool = field(default=False, metadata={
+        "help": "GRPO with each tool's advantages centred over the step (train/tool_balance.py), for teaching the "
+                "tool choice (--random_tool true); needs --search_share 1, since centring also removes what "
+                "searching gains over answering at once."})
     hedge_share: float = field(default=0.25, metadata={
         "help": "Share of the training pairs (warm-up and GRPO) whose wrong answer is a hedge naming both values, "
                 "so the judge learns that naming every value does not win (experiments/hacking_audit.py measures it; "
@@ -85,6 +90,8 @@ class QuickstartArguments:
             raise ValueError(f"search_share must be in (0, 1], got {self.search_share}")
         if not 0.0 <= self.hedge_share <= 1.0:
             raise ValueError(f"hedge_share must be in [0, 1], got {self.hedge_share}")
+        if self.tool_balance and self.search_share < 1:
+            raise ValueError("tool_balance needs search_share 1: it also removes what searching gains")
         if self.threads < 0:
             raise ValueError(f"threads must be >= 0, got {self.threads}")
         if self.bf16 is None:
@@ -128,7 +135,7 @@ def main(args: QuickstartArguments) -> dict:
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps, "--seed", str(args.seed),
                "--learning_rate", str(args.grpo_learning_rate),
                "--trajectory_log", str(out / "grpo" / "trajectories.jsonl"),  # experiments/tool_choice_log.py reads it
-               *(["--bf16", "true"] if args.bf16 else []))
+               *(["--bf16", "true"] if args.bf16 else []), *(["--tool_balance", "true"] if args.tool_balance else []))
     from train.judge_export import ExportArguments, export_judge
 
     judge_dir = out / "judge"

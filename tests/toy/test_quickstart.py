@@ -57,7 +57,7 @@ def test_quickstart_runs_the_whole_slice_on_smollm2_and_reuses_stages(tmp_path):
 @pytest.mark.parametrize(("flag", "value", "message"), [
     ("--n_train", "0", "n_train"), ("--n_eval", "500", "n_eval"), ("--domains", "sports", "domains"),
     ("--threads", "-1", "threads"), ("--search_share", "0", "search_share"),
-    ("--search_share", "1.5", "search_share")])
+    ("--search_share", "1.5", "search_share"), ("--tool_balance", "true", "tool_balance")])
 def test_quickstart_rejects_bad_arguments(tmp_path, flag, value, message):
     cmd = [sys.executable, "-m", "toy.quickstart", "--out", str(tmp_path), flag, value]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
