@@ -55,7 +55,7 @@ class QuickstartArguments:
     random_tool: bool = field(default=False, metadata={
         "help": "Warm up on trajectories whose tool carries no information (each tool equally often per kind of "
                 "fact), leaving the tool choice to GRPO; false: the gold tool. (On SmolLM2, 30 GRPO steps teach "
-                "the tool choice on one seed in three, with --tool_balance on every seed tried: bench/RESULTS.md, "
+                "the tool choice on one seed in three, with --tool_balance on 3 seeds of 3: bench/RESULTS.md, "
                 "Stage A.)"})
     tool_balance: bool = field(default=False, metadata={
         "help": "GRPO with each tool's advantages centred over the step (train/tool_balance.py), for teaching the "
