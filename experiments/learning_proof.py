@@ -6,23 +6,19 @@ packaged SmolLM2-135M-Instruct learns what its reward asks, measured on held-out
     .venv/bin/python -m experiments.learning_proof --stage c --seeds 0 1 2 --variants composite   # ... to search
     .venv/bin/python -m experiments.learning_proof --stage a --variants decoupled --tool-term per_call  # over-search
 
-Both stages use the quickstart's pieces (toy/judge_stages.py): short single-fact pairs of the toy world (fictional
-facts: without search a judge can only guess), one fact per passage with top-1 evidence, the compact prompt, an SFT
-warm-up on gold trajectories (toy/warmup.py), then GRPO with configs/grpo_openrm/smollm2_cpu.yaml, and judge
-held-out pairs greedily in both orders.
+Every stage uses the quickstart's pieces (toy/judge_stages.py): single-fact pairs of the toy world (fictional
+facts: without search a judge can only guess), top-1 evidence, the compact prompt, an SFT warm-up on gold
+trajectories (toy/warmup.py), GRPO with configs/grpo_openrm/smollm2_cpu.yaml, held-out pairs judged in both orders.
 
 Stage A. The warm-up's trajectories carry a tool that says nothing (each tool equally often per kind of fact), on
 wiki and science pairs (each tool is the right one for half of them), so the tool choice starts uninformed; then
-GRPO with each reward variant from that same start, one run per seed. Reported (the paper's Fig. 3 axes and more):
-the share of searches on the right corpus (greedy, and sampled at T=1), searches and model-written tokens per order,
-accuracy, parse failures; mean ± sd over seeds.
-Stage B. The warm-up uses the right tool; then GRPO (composite). Accuracy with search and without it (the no-tool
-prompt).
-Stage C. The warm-up uses the right tool but searches in only `--search-share` of its trajectories (exactly, per kind
-of fact) and answers at once, a guess, in the rest; then GRPO with each reward variant. Reported: searches per order
-(greedy, and sampled at T=1), accuracy, right corpus, parse failures; the quickstart is this stage's seed 0.
-Every stage also judges each final checkpoint on pairs of a toy world of another seed (`--other-world`: names it never
-saw), so a skill that was only memorised would show there.
+GRPO with each reward variant from that start, each tool's advantages centred over the step (`--tool-balance false`:
+the plain layout). Reported: the share of searches on the right corpus (greedy, and sampled at T=1), searches and
+tokens per order, accuracy, parse failures; mean ± sd over seeds.
+Stage B. The warm-up uses the right tool; then GRPO (composite); accuracy with search and without it.
+Stage C. The warm-up uses the right tool but searches in only `--search-share` of its trajectories and guesses in the
+rest; then GRPO with each reward variant; searches per order, accuracy, right corpus (the quickstart is seed 0).
+Every stage also judges each final checkpoint on another toy world (`--other-world`: names it never saw).
 
 Every stage is cached under --out (a rerun trains and judges only what is missing; delete a folder to redo it);
 results go to `<out>/stage_<x>.json`, a table on stdout and `<out>/stage_<x>.png` (each variant's R_EM, searches and
@@ -179,12 +175,15 @@ def main() -> None:
                         help="KL coefficient against the warm-up (default: the config's 0.0)")
     parser.add_argument("--grpo-batch", type=int, default=None,
                         help="completions a step, a multiple of the group size (default: the config's 16)")
-    parser.add_argument("--tool-balance", action="store_true", help="centre each tool's advantages")
+    parser.add_argument("--tool-balance", nargs="?", const="true", choices=("true", "false"), default=None,
+                        help="centre each tool's advantages over a step (train/tool_balance.py; default: true for "
+                             "stage a, where the plain layout learns the tool choice on 1 seed of 3, else false)")
     parser.add_argument("--bf16", choices=("true", "false"), default=None,
                         help="warm-up and GRPO under bf16 autocast, judging with bf16 weights (default: true where "
                              "the processor has native bf16, plumbing/hardware.py)")
     args = parser.parse_args()
     args.bf16 = native_bf16() if args.bf16 is None else args.bf16 == "true"
+    args.tool_balance = args.stage == "a" if args.tool_balance is None else args.tool_balance == "true"
     if args.domains is None:  # with medical, WIKI is the right tool 2 times in 3
         args.domains = ["wiki", "science"] if args.stage == "a" else ["wiki", "science", "medical"]
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -213,6 +212,7 @@ def main() -> None:
     seconds = time.perf_counter() - t
     out = args.out / (f"stage_{args.stage}{'' if args.tool_term == 'share' else '_' + args.tool_term}"
                       + ("" if not args.hedge_share else f"_hedge{args.hedge_share:g}")
+                      + ("" if args.tool_balance == (args.stage == "a") else ("_plain", "_toolbal")[args.tool_balance])
                       + ("_bf16" if args.bf16 else "") + ".json")
     atomic.write_json(out, {"args": {k: str(v) for k, v in vars(args).items()}, "seconds": seconds, "runs": runs},
                       indent=1)

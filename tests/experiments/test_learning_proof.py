@@ -99,3 +99,25 @@ def test_the_curves_plot_draws_each_variant_over_the_steps_every_seed_logged(tmp
     assert [label for *_, label in drawn if label] == ["composite (2 seeds)"]  # a variant with no curve is left out
     assert plot_over_steps({"em_only": []}, [("openrm/em", "R_EM")], tmp_path / "none.png") is None
     assert not (tmp_path / "none.png").exists()
+
+
+def test_stage_a_centres_each_tools_advantages_unless_told_not_to(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    proof = importlib.import_module("experiments.learning_proof")
+    seen = []
+    monkeypatch.setattr(proof, "write_dataset", lambda *a, **kw: None)
+    monkeypatch.setattr(proof, "toy_indexes", lambda corpora, out: {})
+    monkeypatch.setattr(proof, "run_stage", lambda args, *rest: seen.append(args.tool_balance) or {})
+    monkeypatch.setattr(proof, "plot_over_steps", lambda *a: None)
+    written = []
+    monkeypatch.setattr(proof.atomic, "write_json", lambda path, *a, **kw: written.append(path.name))
+    for stage, flag, centred, name in (("a", [], True, "stage_a.json"), ("a", ["--tool-balance", "false"], False,
+                                        "stage_a_plain.json"), ("a", ["--tool-balance"], True, "stage_a.json"),
+                                       ("c", [], False, "stage_c.json"), ("c", ["--tool-balance", "true"], True,
+                                                                           "stage_c_toolbal.json")):
+        monkeypatch.setattr(sys, "argv", ["learning_proof", "--stage", stage, "--out", str(tmp_path), "--bf16",
+                                          "false", "--other-world", "-1", *flag])
+        proof.main()
+        assert (seen[-1], written[-1]) == (centred, name), (stage, flag)
