@@ -3,6 +3,7 @@ forward+backward and greedy generation at the shapes the quickstart and the real
 threads, the modes interleaved in every repetition, medians and ratios against float32 in one run.
 
     .venv/bin/python -m bench.cpu_dtype --out runs/bench/cpu-dtype.json
+    python -m bench.cpu_dtype --device cuda --threads 1 --big-threads 1 --out gpu-dtype.json   # the same on a GPU
 
 Run it alone on the machine: a second torch job on the same cores changes every number. The loss of each mode is
 printed beside its time, so a mode that is fast because it computes something else shows.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import statistics
 import time
@@ -25,9 +27,10 @@ GENERATE_SHAPES = (("generate: toy judging batch", 32, 192, 48),)
 MODES = ("float32", "bf16 autocast", "bf16 weights")
 
 
-def timed(fn, mode: str):
+def timed(fn, mode: str, sync=lambda: None):
     start = time.perf_counter()
     value = fn(mode)
+    sync()  # a GPU's kernels run after the call returns
     return time.perf_counter() - start, value
 
 
@@ -39,6 +42,10 @@ def main() -> None:
     ap.add_argument("--big-threads", type=int, nargs="+", default=[2],
                     help="threads at which the real-text SFT shape runs (it takes minutes at one thread)")
     ap.add_argument("--out", type=Path, default=None, help="write the numbers here as JSON")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the model runs (cuda: one GPU)")
+    ap.add_argument("--random-weights", action="store_true",
+                    help="the model's config with random weights (the same shapes, so the same times; --model may "
+                         "then be a folder holding only config.json)")
     args = ap.parse_args()
 
     import torch
@@ -47,14 +54,23 @@ def main() -> None:
     from openrm.models import resolve
 
     path = resolve(args.model)
-    models = {"float32": AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)}
-    models["bf16 weights"] = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16)
+    torch.manual_seed(0)
+    if args.random_weights:
+        from transformers import AutoConfig
+
+        base = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path), dtype=torch.float32)
+        models = {"float32": base, "bf16 weights": copy.deepcopy(base).to(torch.bfloat16)}
+    else:
+        models = {"float32": AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)}
+        models["bf16 weights"] = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16)
+    models = {mode: model.to(args.device) for mode, model in models.items()}
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     vocab = models["float32"].config.vocab_size
     gen = torch.Generator().manual_seed(0)
 
     def run_mode(mode: str):
         model = models["bf16 weights" if mode == "bf16 weights" else "float32"]
-        return model, (torch.autocast("cpu", dtype=torch.bfloat16) if mode == "bf16 autocast"
+        return model, (torch.autocast(args.device, dtype=torch.bfloat16) if mode == "bf16 autocast"
                        else contextlib.nullcontext())
 
     def train_step(mode: str, ids):
@@ -81,17 +97,17 @@ def main() -> None:
         for name, batch, tokens in TRAIN_SHAPES:
             if name.startswith("train: real") and threads not in args.big_threads:
                 continue
-            ids = torch.randint(0, vocab, (batch, tokens), generator=gen)  # [B, T]
+            ids = torch.randint(0, vocab, (batch, tokens), generator=gen).to(args.device)  # [B, T]
             work.append((name, f"{batch} x {tokens}", lambda mode, ids=ids: train_step(mode, ids)))
         for name, rows, prompt, new in GENERATE_SHAPES:
-            ids = torch.randint(0, vocab, (rows, prompt), generator=gen)  # [R, P]
+            ids = torch.randint(0, vocab, (rows, prompt), generator=gen).to(args.device)  # [R, P]
             work.append((name, f"{rows} x ({prompt} + {new})", lambda mode, ids=ids, new=new: generate(mode, ids, new)))
         for name, shape, fn in work:
             values = {mode: fn(mode) for mode in MODES}  # untimed: allocator and oneDNN kernels warm
             times: dict[str, list[float]] = {mode: [] for mode in MODES}
             for _ in range(args.reps):
                 for mode in MODES:
-                    seconds, values[mode] = timed(fn, mode)
+                    seconds, values[mode] = timed(fn, mode, sync)
                     times[mode].append(seconds)
             med = {mode: statistics.median(ts) for mode, ts in times.items()}
             row = {"workload": name, "shape": shape, "threads": threads,
@@ -117,7 +133,8 @@ def main() -> None:
     if args.out:
         from plumbing import atomic
 
-        atomic.write_json(args.out, {"torch": torch.__version__, "rows": results}, indent=2)
+        atomic.write_json(args.out, {"torch": torch.__version__, "device": args.device,
+                                     "random_weights": args.random_weights, "rows": results}, indent=2)
 
 
 if __name__ == "__main__":
