@@ -106,3 +106,50 @@ def plot_over_steps(curves: Mapping[str, Sequence[Sequence[Mapping[str, float]]]
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def seeds_table(per_seed: Mapping[int, Mapping]) -> str:
+    """Markdown over seeds that judged the same test pairs (experiments/real_text_judge.py's `results.json` by seed):
+    a line per judge row with each seed's both-order accuracy (95 % CI), their mean ± sd, the same-letter and
+    unparsed rates (mean over seeds) and the accuracy by kind and by length (mean over seeds); then the rule rows and
+    the evidence coverage, which the seeds share. Seeds that judged other pairs (their rule rows differ) are
+    refused."""
+    from eval.judge_table import LENGTHS
+
+    seeds = sorted(per_seed)
+    first = per_seed[seeds[0]]
+    for s in seeds[1:]:
+        if per_seed[s]["references"] != first["references"]:
+            raise ValueError(f"seed {s} judged other test pairs than seed {seeds[0]} (its rule rows differ)")
+    names = list(dict.fromkeys(n for s in seeds for n in per_seed[s]["rows"]))
+    rows = [r for s in seeds for r in per_seed[s]["rows"].values()] + list(first["references"].values())
+    kinds = sorted({k for r in rows for k in r["by_kind"]})
+    lengths = [x for x in LENGTHS if any(x in r["by_length"] for r in rows)]
+    head = ["judge", "seeds", *[f"seed {s}" for s in seeds], "mean ± sd", "same letter", "unparsed orders", *kinds,
+            *lengths]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def mean_of(values):
+        kept = [v for v in values if v is not None]
+        return f"{statistics.fmean(kept):.2f}" if kept else "-"
+
+    for name in names:
+        got = {s: per_seed[s]["rows"][name] for s in seeds if name in per_seed[s]["rows"]}
+        cells = [name, str(len(got))]
+        cells += [f"{got[s]['accuracy']:.2f} ({got[s]['ci95'][0]:.2f}-{got[s]['ci95'][1]:.2f})" if s in got else "-"
+                  for s in seeds]
+        cells += [mean_sd(r["accuracy"] for r in got.values()), mean_of(r.get("same_letter") for r in got.values()),
+                  mean_of(r.get("unparsed_orders") for r in got.values())]
+        cells += [mean_of(r["by_kind"].get(k, {}).get("accuracy") for r in got.values()) for k in kinds]
+        cells += [mean_of(r["by_length"].get(x, {}).get("accuracy") for r in got.values()) for x in lengths]
+        lines.append("| " + " | ".join(cells) + " |")
+    for name, r in first["references"].items():
+        cells = [name, "-", *["-"] * len(seeds), f"{r['accuracy']:.2f} ({r['ci95'][0]:.2f}-{r['ci95'][1]:.2f})",
+                 "-", "-"]
+        cells += [f"{r['by_kind'][k]['accuracy']:.2f}" if k in r["by_kind"] else "-" for k in kinds]
+        cells += [f"{r['by_length'][x]['accuracy']:.2f}" if x in r["by_length"] else "-" for x in lengths]
+        lines.append("| " + " | ".join(cells) + " |")
+    cov = first["coverage"]
+    lines += ["", f"Evidence coverage (the search shows words that separate the answers): {cov['all']:.2f}; by length "
+              + ", ".join(f"{k} {v:.2f}" for k, v in cov["by_length"].items()) + "."]
+    return "\n".join(lines) + "\n"

@@ -16,6 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PY = re.compile(r"(?:^|\s)(?:\S*/)?python3?\s+(-m\s+\S+|\S+\.py)(.*)$")
 LAUNCH = re.compile(r"accelerate launch\s+(.*?)(\S+\.py)(.*)$")
+# commands that pass what follows a bare `--` to another module's command line
+PASSTHROUGH = {"experiments.real_text_seeds": "experiments.real_text_judge"}
 
 
 def readme_commands() -> list[tuple[str, tuple[str, ...]]]:
@@ -45,9 +47,16 @@ def readme_commands() -> list[tuple[str, tuple[str, ...]]]:
                     words = shlex.split(rest)
                 except ValueError:
                     words = rest.split()
-                flags = tuple(sorted({w.split("=")[0] for w in words if w.startswith("--") and len(w) > 2}))
-                commands[(module, flags)] = None
+                if "--" in words and module in PASSTHROUGH:  # the words after a bare `--` are another module's
+                    cut = words.index("--")
+                    commands[(PASSTHROUGH[module], _flags(words[cut + 1:]))] = None
+                    words = words[:cut]
+                commands[(module, _flags(words))] = None
     return list(commands)
+
+
+def _flags(words: list[str]) -> tuple[str, ...]:
+    return tuple(sorted({w.split("=")[0] for w in words if w.startswith("--") and len(w) > 2}))
 
 
 def _joined(blocks: list[list[str]]) -> list[list[str]]:
