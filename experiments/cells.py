@@ -77,10 +77,11 @@ def hostile_cell(runs: list[dict]) -> str:
 
 
 def plot_over_steps(curves: Mapping[str, Sequence[Sequence[Mapping[str, float]]]],
-                    panels: Sequence[tuple[str, str]], out: Path) -> Path | None:
+                    panels: Sequence[tuple[str, str]], out: Path, window: int = 1) -> Path | None:
     """A PNG with one panel per `(key, title)` of `panels` over training steps. `curves[name]` holds one curve per
     seed, each a list of logged steps (`{"step": s, key: value, ...}`); each name gets its mean over seeds (at the
-    steps every seed logged) drawn bold and each seed's line faint. None, and no file, when no name has a curve."""
+    steps every seed logged) drawn bold and each seed's line faint, every line the mean of its last `window` logged
+    steps (a step of a few prompts is noisy). None, and no file, when no name has a curve."""
     curves = {name: seeds for name, seeds in curves.items() if seeds}
     if not curves:
         return None
@@ -89,16 +90,19 @@ def plot_over_steps(curves: Mapping[str, Sequence[Sequence[Mapping[str, float]]]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def trailing(values: list[float]) -> list[float]:
+        return [statistics.fmean(values[max(0, i - window + 1):i + 1]) for i in range(len(values))]
+
     fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.4), squeeze=False)
     for (key, title), ax in zip(panels, axes[0], strict=True):
         for n, (name, seeds) in enumerate(curves.items()):
             per_seed = [{h["step"]: h[key] for h in seed if key in h} for seed in seeds]
             for points in per_seed:
-                ax.plot(list(points), list(points.values()), color=f"C{n}", alpha=0.25, linewidth=0.8)
+                ax.plot(list(points), trailing(list(points.values())), color=f"C{n}", alpha=0.25, linewidth=0.8)
             steps = sorted(set.intersection(*(set(points) for points in per_seed)))
-            ax.plot(steps, [statistics.fmean(points[s] for points in per_seed) for s in steps], color=f"C{n}",
+            ax.plot(steps, trailing([statistics.fmean(points[s] for points in per_seed) for s in steps]), color=f"C{n}",
                     linewidth=2, label=f"{name} ({len(seeds)} seed{'s' if len(seeds) > 1 else ''})")
-        ax.set_title(title)
+        ax.set_title(title + (f" (mean of {window} steps)" if window > 1 else ""))
         ax.set_xlabel("step")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()

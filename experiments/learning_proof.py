@@ -218,7 +218,7 @@ def main() -> None:
                       indent=1)
     curves = {name: [r["curve"] for key, r in runs.items() if key.split("/")[0] == name and r.get("curve")]
               for name in row_names(args)[1:]}
-    plot = plot_over_steps(curves, PANELS, out.with_suffix(".png"))
+    plot = plot_over_steps(curves, PANELS, out.with_suffix(".png"), window=5)
     print(table(runs, args))
     print(f"({seconds:.0f} s; {out}{f'; curves {plot}' if plot else ''})")
 

@@ -97,6 +97,10 @@ def test_the_curves_plot_draws_each_variant_over_the_steps_every_seed_logged(tmp
     means = [(x, y) for x, y, label in drawn if label]
     assert [(x, [round(v, 6) for v in y]) for x, y in means] == [([1, 2], [0.3, 0.6])]
     assert [label for *_, label in drawn if label] == ["composite (2 seeds)"]  # a variant with no curve is left out
+    drawn.clear()  # a window of 2: each line the mean of its last two logged steps
+    plot_over_steps({"composite": [seed0, seed1]}, [("openrm/em", "R_EM")], tmp_path / "w.png", window=2)
+    assert [[round(v, 6) for v in y] for _, y, label in drawn if label] == [[0.3, 0.45]]
+    assert [[round(v, 6) for v in y] for _, y, label in drawn if not label][0] == [0.2, 0.3, 0.65]
     assert plot_over_steps({"em_only": []}, [("openrm/em", "R_EM")], tmp_path / "none.png") is None
     assert not (tmp_path / "none.png").exists()
 
@@ -110,7 +114,7 @@ def test_stage_a_centres_each_tools_advantages_unless_told_not_to(tmp_path, monk
     monkeypatch.setattr(proof, "write_dataset", lambda *a, **kw: None)
     monkeypatch.setattr(proof, "toy_indexes", lambda corpora, out: {})
     monkeypatch.setattr(proof, "run_stage", lambda args, *rest: seen.append(args.tool_balance) or {})
-    monkeypatch.setattr(proof, "plot_over_steps", lambda *a: None)
+    monkeypatch.setattr(proof, "plot_over_steps", lambda *a, **kw: None)
     written = []
     monkeypatch.setattr(proof.atomic, "write_json", lambda path, *a, **kw: written.append(path.name))
     for stage, flag, centred, name in (("a", [], True, "stage_a.json"), ("a", ["--tool-balance", "false"], False,
