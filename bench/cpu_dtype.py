@@ -53,6 +53,8 @@ def main() -> None:
 
     from openrm.models import resolve
 
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA GPU is visible to this torch (torch.cuda.is_available() is False)")
     path = resolve(args.model)
     torch.manual_seed(0)
     if args.random_weights:

@@ -4,7 +4,7 @@ packaged SmolLM2-135M-Instruct learns what its reward asks, measured on held-out
     .venv/bin/python -m experiments.learning_proof --stage a --seeds 0 1 2     # the reward shapes the tool choice
     .venv/bin/python -m experiments.learning_proof --stage b --seeds 0 1 2     # the judge learns to use evidence
     .venv/bin/python -m experiments.learning_proof --stage c --seeds 0 1 2 --variants composite   # ... to search
-    .venv/bin/python -m experiments.learning_proof --stage a --variants decoupled --tool-term per_call  # over-search
+    .venv/bin/python -m experiments.learning_proof --stage c --variants decoupled --tool-term per_call  # over-search
 
 Every stage uses the quickstart's pieces (toy/judge_stages.py): single-fact pairs of the toy world (fictional
 facts: without search a judge can only guess), top-1 evidence, the compact prompt, an SFT warm-up on gold

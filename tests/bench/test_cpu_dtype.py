@@ -32,3 +32,15 @@ def test_random_weight_model_from_a_config_runs_every_mode(tmp_path):
     assert abs(toy["bf16 autocast loss"] - toy["float32 loss"]) < 0.05
     assert 0.0 <= rows["generate: toy judging batch"]["bf16 weights same tokens"] <= 1.0
     assert "| train: real-text SFT step | 8 x 1024 | 1 |" in proc.stdout
+
+
+def test_a_gpu_run_without_a_gpu_is_refused_with_a_clear_error(tmp_path):
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the refusal is for machines without a GPU")
+    proc = subprocess.run([sys.executable, "-m", "bench.cpu_dtype", "--device", "cuda", "--out", str(tmp_path / "x")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "no CUDA GPU" in proc.stderr
+    assert not (tmp_path / "x").exists()
