@@ -11,7 +11,8 @@ command sets them). In one shared --out folder, so each cell reuses what another
 2. the other seeds' warm-ups side by side (`--grpo-steps 0`);
 3. every (variant, seed) cell, --parallel at a time, each from its seed's warm-up;
 4. `learning_proof --seeds ... --variants ...` over them all: every cell is cached, so it only reads and writes
-   (its table on this command's output).
+   (its table on this command's output; the seconds it records per cell are its reading's, the training's are in
+   each part's log line here).
 Logs: `<out>/grid/<part>.log`. A cell that fails stops step 4 (it would train the cell again, alone); rerun the same
 command: finished cells are cached and only the failed ones train. On a GPU, start CUDA MPS first
 (`nvidia-cuda-mps-control -d`) so the processes' kernels overlap. Each process's allocator keeps the memory its

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = re.compile(r"(?:^|\s)(?:\S*/)?python3?\s+(-m\s+\S+|\S+\.py)(.*)$")
 LAUNCH = re.compile(r"accelerate launch\s+(.*?)(\S+\.py)(.*)$")
 # commands that pass what follows a bare `--` to another module's command line
-PASSTHROUGH = {"experiments.real_text_seeds": "experiments.real_text_judge"}
+PASSTHROUGH = {"experiments.real_text_seeds": "experiments.real_text_judge",
+               "experiments.learning_grid": "experiments.learning_proof"}
 
 
 def readme_commands() -> list[tuple[str, tuple[str, ...]]]:
