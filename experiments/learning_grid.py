@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from experiments.processes import run_logged
 
 OWN = ("--stage", "--out", "--seeds", "--variants")
 VARIANTS = ["composite", "unit_weight", "em_only", "decoupled"]
@@ -39,18 +40,6 @@ def proof_command(stage: str, out: Path, seeds: list[int], variants: list[str], 
     """The command line of one learning_proof run."""
     return [sys.executable, "-m", "experiments.learning_proof", "--stage", stage, "--out", str(out),
             "--seeds", *map(str, seeds), "--variants", *variants, *passed, *more]
-
-
-def run_logged(command: list[str], log: Path | None, threads: int) -> int:
-    """One run, its output appended to `log` (a resumed run keeps the earlier lines; None: this process's own
-    output); its exit code."""
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
-           "TOKENIZERS_PARALLELISM": "false"}
-    if log is None:
-        return subprocess.run(command, env=env).returncode
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a", encoding="utf-8") as f:
-        return subprocess.run(command, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
 
 
 def main(argv: list[str] | None = None) -> int:

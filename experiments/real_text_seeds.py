@@ -19,13 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from experiments.cells import seeds_table
+from experiments.processes import run_logged
 from plumbing import atomic
 
 
@@ -46,14 +46,6 @@ def without_option(words: list[str], option: str) -> list[str]:
         elif not word.startswith(option + "="):
             out.append(word)
     return out
-
-
-def run_seed(command: list[str], log: Path, threads: int) -> int:
-    """One seed's run, its output into `log` (appended, so a resumed run keeps the earlier lines); its exit code."""
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
-           "TOKENIZERS_PARALLELISM": "false"}
-    with log.open("a", encoding="utf-8") as f:
-        return subprocess.run(command, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     def one(seed: int) -> tuple[int, int, float]:
         started = time.perf_counter()
         print(f"seed {seed}: running (log {args.out / f's{seed}.log'})", flush=True)
-        code = run_seed(seed_command(args.out, seed, dataset, passed), args.out / f"s{seed}.log", threads)
+        code = run_logged(seed_command(args.out, seed, dataset, passed), args.out / f"s{seed}.log", threads)
         print(f"seed {seed}: {'done' if code == 0 else f'failed (exit {code})'} in "
               f"{time.perf_counter() - started:.0f} s", flush=True)
         return seed, code, time.perf_counter() - started

@@ -30,7 +30,7 @@ def test_every_seed_runs_on_the_same_pairs_and_the_table_spans_the_seeds(tmp_pat
         assert out == str(tmp_path / "o" / f"s{seed}")
         return 0
 
-    monkeypatch.setattr(seeds, "run_seed", fake_run)
+    monkeypatch.setattr(seeds, "run_logged", fake_run)
     code = seeds.main(["--out", str(tmp_path / "o"), "--seeds", "0", "1", "2", "--", "--trace", "verdict",
                        "--dataset", str(tmp_path / "pairs"), "--rows", "warm-up"])
     assert code == 1  # seed 2 failed: said, and the others' table still written
