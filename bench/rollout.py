@@ -58,11 +58,10 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False) -> di
     watch.clear()
     out = qs / "bench-grpo"
     t = time.perf_counter()
-    trainer = judge_trainer.train_judge(*judge_trainer.parse([
-        "--config", str(CONFIG), "--model_name_or_path",
-        str(qs / MODEL), "--dataset", str(qs / "data" / "dataset"), "--output_dir", str(out),
-        "--max_steps", str(steps), "--save_strategy", "no", "--retrievers", f"wiki={qs / 'indexes' / 'wiki'}",
-        f"arxiv={qs / 'indexes' / 'arxiv'}", "--bf16", str(bf16).lower()]))
+    trainer = judge_trainer.train_judge(*judge_trainer.configs(
+        CONFIG, model_name_or_path=qs / MODEL, dataset=qs / "data" / "dataset", output_dir=out, max_steps=steps,
+        save_strategy="no", retrievers=[f"wiki={qs / 'indexes' / 'wiki'}", f"arxiv={qs / 'indexes' / 'arxiv'}"],
+        bf16=bf16))
     wall = time.perf_counter() - t
     step_time = sum(h["step_time"] for h in trainer.state.log_history if "step_time" in h)
     bookkeeping = watch["rollout"] - watch["generate"] - watch["toolbox"]

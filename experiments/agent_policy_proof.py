@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import time
 from pathlib import Path
 
@@ -110,19 +111,18 @@ def main() -> None:
             print(json.dumps({k: v for k, v in summary.items() if k != "draws"}))
         return
     tag = args.tag or ("oracle" if args.judge == "toy-oracle" else Path(args.judge).name)
-    judge = ["--judge", args.judge, "--world_seed", str(args.world)]
+    judge: dict = {"judge": args.judge, "world_seed": args.world}
     if args.judge_retrievers:
-        judge += ["--retrievers", *args.judge_retrievers]
+        judge["retrievers"] = list(args.judge_retrievers)
     elif args.judge != "toy-oracle":  # a judge folder without search
-        judge += ["--no_tools", "true"]
-    agent = ["--policy_retrievers", *[f"{k}={v}" for k, v in locations.items()]]
+        judge["no_tools"] = True
+    agent = {"policy_retrievers": [f"{k}={v}" for k, v in locations.items()]}
     for topology in args.topologies:
         for seed in args.seeds:
             run_dir = args.out / f"grpo-{tag}-{topology}-s{seed}"
             started = time.perf_counter()
-            extra = [*judge, "--topology", topology, *agent, *args.extra.split()]
-            run = grpo(warm, data, run_dir, args.grpo_steps, seed, extra,
-                       f"GRPO of the agent ({tag}, {topology}, seed {seed})")
+            run = grpo(warm, data, run_dir, args.grpo_steps, seed, {**judge, "topology": topology, **agent},
+                       f"GRPO of the agent ({tag}, {topology}, seed {seed})", shlex.split(args.extra))
             table = evaluate(task, warm, run, locations, seed, args.eval_prompts, args.eval_samples)
             result = {"tag": tag, "topology": topology, "seed": seed, **tournament_stats(run),
                       "hostile_first_last_quarter": hostile_quarters(run), "table": table,

@@ -72,18 +72,16 @@ def run_suffix(args) -> str:
             + ("-toolbal" if args.tool_balance else "") + ("-bf16" if args.bf16 else ""))
 
 
-def grpo_overrides(args, variant: str, seed: int, run: Path) -> list[str]:
-    """Command-line overrides of the GRPO config for one run."""
-    extra = ["--reward_variant", variant, "--tool_term", args.tool_term, "--seed", str(seed),
-             "--learning_rate", str(args.grpo_lr), "--trajectory_log", str(run / "trajectories.jsonl")]
-    extra += ["--bf16", "true"] * args.bf16 + ["--tool_balance", "true"] * args.tool_balance
-    if args.grpo_generations is not None:
-        extra += ["--num_generations", str(args.grpo_generations)]
-    if args.grpo_beta is not None:
-        extra += ["--beta", str(args.grpo_beta)]
-    if args.grpo_batch is not None:
-        extra += ["--per_device_train_batch_size", str(args.grpo_batch)]
-    return extra
+def grpo_overrides(args, variant: str, seed: int, run: Path) -> dict:
+    """The GRPO trainer's fields this run sets over its config, by name."""
+    values = {"reward_variant": variant, "tool_term": args.tool_term, "seed": seed, "learning_rate": args.grpo_lr,
+              "trajectory_log": run / "trajectories.jsonl"}
+    for name, value in (("bf16", args.bf16 or None), ("tool_balance", args.tool_balance or None),
+                        ("num_generations", args.grpo_generations), ("beta", args.grpo_beta),
+                        ("per_device_train_batch_size", args.grpo_batch)):
+        if value is not None:
+            values[name] = value
+    return values
 
 
 def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict], other: tuple | None) -> dict:
@@ -111,7 +109,7 @@ def run_stage(args, world: ToyWorld, data: Path, indexes, test: list[dict], othe
             t = time.perf_counter()
             name = variant + run_suffix(args)
             folder = args.out / f"{args.stage}-{name}-s{seed}"
-            run = grpo(start, data, indexes, folder, args.grpo_steps, *grpo_overrides(args, variant, seed, folder))
+            run = grpo(start, data, indexes, folder, args.grpo_steps, **grpo_overrides(args, variant, seed, folder))
             metrics = judged(run, indexes, test, other, sampled=sampled, **judging)
             if not stage_a:
                 metrics["no_search_accuracy"] = measured(run, None, test, **judging)["accuracy"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import time
 from pathlib import Path
 
@@ -34,11 +35,11 @@ from toy.policy_task import PARTS, ToyPolicyTask
 from toy.world import ToyWorld
 
 
-def topology_flags(name: str) -> list[str]:
-    flags = ["--topology", name]
+def topology_values(name: str) -> dict:
+    values: dict = {"topology": name}
     if name in ("anchor", "seeded_single_elimination"):
-        flags += ["--greedy_anchor", "true"]  # ArenaRL: the anchor is the policy's greedy decode
-    return flags
+        values["greedy_anchor"] = True  # ArenaRL: the anchor is the policy's greedy decode
+    return values
 
 
 def main() -> None:
@@ -59,15 +60,16 @@ def main() -> None:
     data = write_task(task, out / "data", qs.samples_per_question, qs.seed)
     warm = warm_up(tiny_policy(out / "tiny-policy", qs.tiny_config()), data, out / "warm", qs.sft_steps,
                    qs.sft_learning_rate, qs.seed)
-    judge = ["--judge", args.judge_path, *(["--retrievers", *args.retrievers] if args.retrievers
-                                           else ["--no_tools", "true"])] if args.judge_path else []
+    judge = ({"judge": args.judge_path, **({"retrievers": args.retrievers} if args.retrievers else {"no_tools": True})}
+             if args.judge_path else {})
     tag = "openrm-judge" if args.judge_path else "oracle"
     results: dict[str, list[dict]] = {}
     for topology in args.topologies:
         for seed in args.seeds:
             run_dir = out / f"grpo-{tag}-{topology}-s{seed}"
             started = time.perf_counter()
-            grpo(warm, data, run_dir, args.grpo_steps, seed, [*topology_flags(topology), *judge, *args.extra.split()])
+            grpo(warm, data, run_dir, args.grpo_steps, seed, {**topology_values(topology), **judge},
+                 shlex.split(args.extra))
             table = evaluate(task, warm, run_dir, qs.eval_samples, seed)
             results.setdefault(topology, []).append({"seed": seed, **tournament_stats(run_dir), **table,
                                                      "wall_seconds": time.perf_counter() - started})

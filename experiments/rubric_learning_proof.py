@@ -107,10 +107,8 @@ def main_cli() -> None:
         ["--out", args.out, *rest])
     server = start_server(scorer_app(ToyScorer(toy_entities(ToyWorld(qs.seed)))), args.port)
     url = f"http://127.0.0.1:{args.port}/v1"
-    flags = ["--scorer", "server", "--scorer_server", url, "--scorer_model", "toy"]
-    qs.grpo_args = " ".join([*flags, qs.grpo_args])
     started = time.perf_counter()
-    table = run(qs, scorer=flags)
+    table = run(qs, scorer={"scorer": "server", "scorer_server": url, "scorer_model": "toy"})
     seconds = time.perf_counter() - started
     server.should_exit = True
     out = Path(args.out)

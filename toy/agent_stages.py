@@ -9,6 +9,7 @@ import json
 import logging
 import random
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 
 from plumbing import atomic
@@ -27,16 +28,17 @@ def write_data(task: ToyAgentTask, out: Path, sft_records: int, search_share: fl
     return write_task_files(out, {**{part: task.rows(part) for part in PARTS}, "sft": sft})
 
 
-def grpo(warm: Path, data: Path, out: Path, steps: int, seed: int, extra: list[str], what: str) -> Path:
-    """GRPO of the agent from the warm-up `warm` (train/grpo_policy.py flags `extra`); a run folder made from another
-    warm-up, seed or flags is discarded, an interrupted one resumes from its last checkpoint."""
-    from train.policy_trainer import RUN_FILE, parse, train_policy
+def grpo(warm: Path, data: Path, out: Path, steps: int, seed: int, values: dict, what: str,
+         flags: Sequence[str] = ()) -> Path:
+    """GRPO of the agent from the warm-up `warm`: `values` set train/policy_trainer.py's fields by name, `flags` are
+    command-line words a person passed through; a run folder made from another warm-up, seed, values or flags is
+    discarded, an interrupted one resumes from its last checkpoint."""
+    from train.policy_trainer import RUN_FILE, configs, train_policy
 
-    return trained(out, {"model": str(warm), "seed": seed, "extra": extra}, steps, RUN_FILE,
-                   lambda resume: train_policy(*parse([
-                       "--config", str(CONFIG), "--model_name_or_path", str(warm), "--dataset",
-                       str(data / "grpo.jsonl"), "--output_dir", str(out), "--max_steps", str(steps), "--seed",
-                       str(seed), *extra, *resume])), what)
+    return trained(out, {"model": str(warm), "seed": seed, "values": values, "flags": list(flags)}, steps, RUN_FILE,
+                   lambda resume: train_policy(*configs(
+                       CONFIG, flags, model_name_or_path=warm, dataset=data / "grpo.jsonl", output_dir=out,
+                       max_steps=steps, seed=seed, resume_from_checkpoint=resume, **values)), what)
 
 
 def answer_stats(oracle, rows: list[dict], samples: list[list[dict]]) -> dict[str, float]:

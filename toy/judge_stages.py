@@ -44,20 +44,20 @@ def config_key(config: Path) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: int, *extra: str,
-         config: Path = GRPO_CONFIG) -> Path:
-    """GRPO from `model` with `config`; `extra` are more command-line overrides. A run folder made from another
-    warm-up or other overrides is discarded; an interrupted one resumes from its last checkpoint."""
-    from train.judge_trainer import RUN_FILE, parse, train_judge
+def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: int, config: Path = GRPO_CONFIG,
+         **values) -> Path:
+    """GRPO from `model` with `config`; `values` set more of the trainer's fields by name (train/judge_trainer.py's
+    dataclasses: `seed=1`, `bf16=True`, ...). A run folder made from another warm-up or other values is discarded;
+    an interrupted one resumes from its last checkpoint."""
+    from train.judge_trainer import RUN_FILE, configs, train_judge
 
     if on_gpu():  # the CPU config pins use_cpu
-        extra = (*extra, "--use_cpu", "false")
+        values = {**values, "use_cpu": False}
     start = {"model": str(model), "warmup": json.loads((model / "warmup.json").read_text()),
-             "config": config_key(config), "extra": list(extra)}
-    return trained(out, start, steps, RUN_FILE, lambda resume: train_judge(*parse([
-        "--config", str(config), "--model_name_or_path", str(model), "--dataset", str(data / "dataset"),
-        "--output_dir", str(out), "--max_steps", str(steps),
-        "--retrievers", *[f"{name}={path}" for name, path in indexes.items()], *extra, *resume])),
+             "config": config_key(config), "values": values}
+    return trained(out, start, steps, RUN_FILE, lambda resume: train_judge(*configs(
+        config, model_name_or_path=model, dataset=data / "dataset", output_dir=out, max_steps=steps,
+        retrievers=[f"{name}={path}" for name, path in indexes.items()], resume_from_checkpoint=resume, **values)),
         "GRPO of the judge with search")
 
 
@@ -135,20 +135,18 @@ def exported_grpo(warm: Path, dataset: Path, data: Path, indexes: dict, settings
             link.unlink()
         if not link.exists():
             link.symlink_to(Path(dataset).resolve(), target_is_directory=True)
-    # the order of these flags is part of the run's cache key (`grpo`): a reordering would discard a finished run
-    extra = ["--seed", str(seed), "--learning_rate", str(learning_rate), "--bf16", str(bf16).lower(),
-             "--max_new_tokens", str(settings["max_new_tokens"]),
-             "--max_completion_length", str(settings["max_completion_tokens"]),
-             "--trajectory_log", str(out / "grpo" / "trajectories.jsonl")]
+    values = {"seed": seed, "learning_rate": learning_rate, "bf16": bf16, "max_new_tokens": settings["max_new_tokens"],
+              "max_completion_length": settings["max_completion_tokens"],
+              "trajectory_log": out / "grpo" / "trajectories.jsonl"}
     if both_orders:
-        extra += ["--both_orders", "true"]
+        values["both_orders"] = True
     if rival_share:
-        extra += ["--rival_share", str(rival_share)]
+        values["rival_share"] = rival_share
     if order_groups:
-        extra += ["--order_groups", "true"]
+        values["order_groups"] = True
     if rival_share and rival_kinds and tuple(rival_kinds) != KINDS:
-        extra += ["--rival_kinds", *rival_kinds]
-    run = grpo(warm, grpo_data, indexes, out / "grpo", steps, *extra, config=config)
+        values["rival_kinds"] = list(rival_kinds)
+    run = grpo(warm, grpo_data, indexes, out / "grpo", steps, config, **values)
     exported = out / "judges" / "grpo"
     export_judge(ExportArguments(checkpoint=str(run), out=str(exported), overwrite=True))
     JudgeCard(**{**json.loads((exported / "judge_card.json").read_text()), **settings}).write(exported)

@@ -36,7 +36,7 @@ def main(args: PolicyQuickstartArguments) -> dict:
     data = write_task(task, out / "data", args.samples_per_question, args.seed)
     base = tiny_policy(out / "tiny-policy", args.tiny_config())
     warm = warm_up(base, data, out / "warm", args.sft_steps, args.sft_learning_rate, args.seed)
-    run = grpo(warm, data, out / "grpo", args.grpo_steps, args.grpo_seed, shlex.split(args.grpo_args))
+    run = grpo(warm, data, out / "grpo", args.grpo_steps, args.grpo_seed, flags=shlex.split(args.grpo_args))
     stage(5, "the trained policy against its step-0 self, %d sampled answers per prompt (T = 1)", args.eval_samples)
     table = evaluate(task, warm, run, args.eval_samples, args.grpo_seed)
     lines = ["| prompts | win rate vs step 0 [95% CI] | truth before → after | format before → after |",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,26 +66,28 @@ def tiny_policy(out: Path, cfg: TinyConfig) -> Path:
 
 
 def warm_up(base: Path, data: Path, out: Path, steps: int, learning_rate: float, seed: int) -> Path:
-    from train.warmup_trainer import parse, train_warmup
+    from train.warmup_trainer import configs, train_warmup
 
     want = {"base": str(base), "data": str(data), "steps": steps, "learning_rate": learning_rate, "seed": seed}
-    return built(out, want, lambda: train_warmup(*parse([
-        "--dataset", str(data / "sft.jsonl"), "--model_name_or_path", str(base), "--output_dir", str(out),
-        "--max_steps", str(steps), "--per_device_train_batch_size", "64", "--learning_rate", str(learning_rate),
-        "--lr_scheduler_type", "cosine", "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "128",
-        "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
-        "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed), "--disable_tqdm", "true"])),
+    return built(out, want, lambda: train_warmup(*configs(
+        dataset=data / "sft.jsonl", model_name_or_path=base, output_dir=out, max_steps=steps,
+        per_device_train_batch_size=64, learning_rate=learning_rate, lr_scheduler_type="cosine",
+        warmup_steps=max(steps // 20, 1), max_length=128, save_strategy="no", report_to="none", use_cpu=True,
+        dtype="float32", logging_steps=max(steps // 10, 1), seed=seed, disable_tqdm=True)),
         f"the noisy SFT warm-up of the policy ({steps} steps)", log=lambda m, *a: stage(3, m, *a))
 
 
-def grpo(model: Path, data: Path, out: Path, steps: int, seed: int, extra: list[str]) -> Path:
-    from train.policy_trainer import RUN_FILE, parse, train_policy
+def grpo(model: Path, data: Path, out: Path, steps: int, seed: int, values: dict | None = None,
+         flags: Sequence[str] = ()) -> Path:
+    """GRPO of the policy from `model` with CONFIG; `values` set more of train/policy_trainer.py's fields by name,
+    `flags` are command-line words a person passed through (`--grpo_args`)."""
+    from train.policy_trainer import RUN_FILE, configs, train_policy
 
-    return trained(out, {"model": str(model), "seed": seed, "extra": extra}, steps, RUN_FILE,
-                   lambda resume: train_policy(*parse([
-                       "--config", str(CONFIG), "--model_name_or_path", str(model), "--dataset",
-                       str(data / "grpo.jsonl"), "--output_dir", str(out), "--max_steps", str(steps), "--seed",
-                       str(seed), *extra, *resume])),
+    values = values or {}
+    return trained(out, {"model": str(model), "seed": seed, "values": values, "flags": list(flags)}, steps, RUN_FILE,
+                   lambda resume: train_policy(*configs(
+                       CONFIG, flags, model_name_or_path=model, dataset=data / "grpo.jsonl", output_dir=out,
+                       max_steps=steps, seed=seed, resume_from_checkpoint=resume, **values)),
                    "GRPO of the policy on tournament rewards", log=lambda m, *a: stage(4, m, *a))
 
 

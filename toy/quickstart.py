@@ -132,10 +132,10 @@ def main(args: QuickstartArguments) -> dict:
     warm = warm_up(world, str(base), out / "judge-sft", args.warmup_plan())
     table["SFT warm-up"] = measured(warm, indexes, examples, cache=judged, **judging)
     stage(6, "GRPO")
-    run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps, "--seed", str(args.seed),
-               "--learning_rate", str(args.grpo_learning_rate),
-               "--trajectory_log", str(out / "grpo" / "trajectories.jsonl"),  # experiments/tool_choice_log.py reads it
-               *(["--bf16", "true"] if args.bf16 else []), *(["--tool_balance", "true"] if args.tool_balance else []))
+    run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps, seed=args.seed,
+               learning_rate=args.grpo_learning_rate,
+               trajectory_log=out / "grpo" / "trajectories.jsonl",  # experiments/tool_choice_log.py reads it
+               **({"bf16": True} if args.bf16 else {}), **({"tool_balance": True} if args.tool_balance else {}))
     from train.judge_export import ExportArguments, export_judge
 
     judge_dir = out / "judge"

@@ -10,6 +10,7 @@ import json
 import logging
 import random
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,7 +83,7 @@ def tiny_generator(out: Path, cfg: TinyConfig) -> Path:
 
 def warm_up(base: Path, data: Path, out: Path, steps: int, learning_rate: float, seed: int, batch: int = 32,
             tiny: bool = True) -> Path:
-    from train.warmup_trainer import parse, train_warmup
+    from train.warmup_trainer import configs, train_warmup
 
     want = {"base": str(base), "steps": steps, "lr": learning_rate, "seed": seed,
             **({} if batch == 32 else {"batch": batch})}
@@ -92,43 +93,46 @@ def warm_up(base: Path, data: Path, out: Path, steps: int, learning_rate: float,
         return built(out, want, lambda: run_sft(data / "sft.jsonl", str(base), out, steps, batch, learning_rate, seed,
                                                 max_length=256),
                      f"the noisy SFT warm-up of the generator ({steps} steps)")
-    return built(out, want, lambda: train_warmup(*parse([
-        "--dataset", str(data / "sft.jsonl"), "--model_name_or_path", str(base), "--output_dir", str(out),
-        "--max_steps", str(steps), "--per_device_train_batch_size", str(batch), "--learning_rate", str(learning_rate),
-        "--lr_scheduler_type", "cosine", "--warmup_steps", str(max(steps // 20, 1)), "--max_length", "96",
-        "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--dtype", "float32",
-        "--logging_steps", str(max(steps // 10, 1)), "--seed", str(seed), "--disable_tqdm", "true"])),
+    return built(out, want, lambda: train_warmup(*configs(
+        dataset=data / "sft.jsonl", model_name_or_path=base, output_dir=out, max_steps=steps,
+        per_device_train_batch_size=batch, learning_rate=learning_rate, lr_scheduler_type="cosine",
+        warmup_steps=max(steps // 20, 1), max_length=96, save_strategy="no", report_to="none", use_cpu=True,
+        dtype="float32", logging_steps=max(steps // 10, 1), seed=seed, disable_tqdm=True)),
         f"the noisy SFT warm-up of the generator ({steps} steps)")
 
 
-def grpo(model: Path, data: Path, out: Path, steps: int, seed: int, extra: list[str], config: Path = CONFIG) -> Path:
+def grpo(model: Path, data: Path, out: Path, steps: int, seed: int, flags: Sequence[str] = (),
+         config: Path = CONFIG, values: dict | None = None) -> Path:
+    """GRPO of the generator from `model` with `config`; `values` set more of train/rubric_trainer.py's fields by
+    name, `flags` are command-line words a person passed through (`--grpo_args`)."""
     from train import rubric_trainer as g
 
-    return trained(out, {"model": str(model), "seed": seed, "extra": extra}, steps, g.RUN_FILE,
-                   lambda resume: g.train_rubric_generator(*g.parse([
-                       "--config", str(config), "--model_name_or_path", str(model), "--dataset",
-                       str(data / "grpo.jsonl"), "--output_dir", str(out), "--max_steps", str(steps), "--seed",
-                       str(seed), *extra, *resume])),
+    values = values or {}
+    return trained(out, {"model": str(model), "seed": seed, "values": values, "flags": list(flags)}, steps,
+                   g.RUN_FILE, lambda resume: g.train_rubric_generator(*g.configs(
+                       config, flags, model_name_or_path=model, dataset=data / "grpo.jsonl", output_dir=out,
+                       max_steps=steps, seed=seed, resume_from_checkpoint=resume, **values)),
                    "GRPO of the generator on the hybrid reward")
 
 
-def evaluate(data: Path, generator: Path, out: Path, samples: int, seed: int, methods: str, scorer: list[str],
+def evaluate(data: Path, generator: Path, out: Path, samples: int, seed: int, methods: str, scorer: dict,
              max_new_tokens: int = 48) -> dict:
-    from trl import TrlParser
-
+    """eval.rubrics on the held-out triplets with `generator`; `scorer`: the scorer's fields of
+    eval.rubric_methods.RubricEvalArguments by name."""
     from eval import rubric_methods
+    from plumbing.arguments import from_values
 
-    (args,) = TrlParser(rubric_methods.RubricEvalArguments).parse_args_into_dataclasses([
-        "--triplets", str(data / "heldout.jsonl"), "--out", str(out), "--generator_path", str(generator),
-        "--prompt_style", "compact", "--samples", str(samples), "--temperature", "1.0",
-        "--max_new_tokens", str(max_new_tokens), "--seed", str(seed), "--methods", methods, *scorer])
+    (args,) = from_values((rubric_methods.RubricEvalArguments,), triplets=data / "heldout.jsonl", out=out,
+                          generator_path=generator, prompt_style="compact", samples=samples, temperature=1.0,
+                          max_new_tokens=max_new_tokens, seed=seed, methods=methods, **scorer)
     return rubric_methods.run(args)
 
 
-def run(args: RubricQuickstartArguments, scorer: list[str] | None = None) -> dict:
-    """Every stage of the quickstart in turn, and the before/after table; `scorer`: eval.rubrics scorer flags
-    (default: the toy scorer in process)."""
-    out, scorer = Path(args.out), scorer or ["--scorer", "toy", "--world_seed", str(args.seed)]
+def run(args: RubricQuickstartArguments, scorer: dict | None = None) -> dict:
+    """Every stage of the quickstart in turn, and the before/after table; `scorer`: the scorer's fields by name,
+    which eval.rubrics and the GRPO trainer share (default: the toy scorer in process, the config's for GRPO)."""
+    out, served = Path(args.out), scorer
+    scorer = scorer or {"scorer": "toy", "world_seed": args.seed}
     task = ToyRubricTask(ToyWorld(args.seed), args.n_queries, seed=args.seed)
     data = write_task(task, out / "data", args.samples_per_query, args.heldout_per_query, args.seed)
     if args.tiny:
@@ -139,7 +143,8 @@ def run(args: RubricQuickstartArguments, scorer: list[str] | None = None) -> dic
         base = Path(resolve(args.model))
     warm = warm_up(base, data, out / "warm", args.sft_steps, args.sft_learning_rate, args.seed, args.sft_batch,
                    args.tiny)
-    trained = grpo(warm, data, out / "grpo", args.grpo_steps, args.seed, shlex.split(args.grpo_args), args.config)
+    trained = grpo(warm, data, out / "grpo", args.grpo_steps, args.seed, shlex.split(args.grpo_args), args.config,
+                   values=served)
     before = evaluate(data, warm, out / "eval-warm", args.eval_samples, args.seed,
                       "generated,general,pointwise,pairwise", scorer, args.eval_tokens)
     after = evaluate(data, trained, out / "eval-grpo", args.eval_samples, args.seed, "generated", scorer,

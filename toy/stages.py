@@ -2,9 +2,9 @@
 not, and a training stage interrupted midway resumes from its newest checkpoint.
 
     model = built(out / "warm", {"base": str(base), "steps": 40}, lambda: sft(...), "the SFT warm-up")
-    run = trained(out / "grpo", {"model": str(model), "extra": extra}, 30, policy_trainer.RUN_FILE,
-                  lambda resume: policy_trainer.train_policy(*policy_trainer.parse([..., *resume])),
-                  "GRPO of the policy")
+    run = trained(out / "grpo", {"model": str(model), "values": values}, 30, policy_trainer.RUN_FILE,
+                  lambda resume: policy_trainer.train_policy(*policy_trainer.configs(
+                      CONFIG, resume_from_checkpoint=resume, **values)), "GRPO of the policy")
 """
 
 from __future__ import annotations
@@ -21,11 +21,17 @@ logger = logging.getLogger("toy.stages")
 ORIGIN = "quickstart_origin.json"  # what a training stage started from
 
 
+def as_json(value: Any) -> Any:
+    """`value` as it reads back from JSON (tuples as lists, paths as strings), so a marker compares equal to the
+    inputs it was written from."""
+    return json.loads(json.dumps(value, default=str))
+
+
 def built(out: Path, want: dict[str, Any], build: Callable[[], Any], what: str, marker: str = "warmup.json",
           log: Callable[..., None] = logger.info) -> Path:
     """`build()` into `out` unless `out/<marker>` records the same `want`; the marker is written last, so a build
     cut short is redone."""
-    done = out / marker
+    done, want = out / marker, as_json(want)
     if done.exists() and json.loads(done.read_text()) == want:
         log("reusing %s at %s", what, out)
         return out
@@ -36,14 +42,14 @@ def built(out: Path, want: dict[str, Any], build: Callable[[], Any], what: str, 
     return out
 
 
-def trained(out: Path, origin: dict[str, Any], steps: int, run_file: str, train: Callable[[list[str]], Any],
+def trained(out: Path, origin: dict[str, Any], steps: int, run_file: str, train: Callable[[str | None], Any],
             what: str, log: Callable[..., None] = logger.info) -> Path:
-    """A training stage of `steps` into `out`: `train(resume_args)` runs it, where `resume_args` is
-    `["--resume_from_checkpoint", newest]` when an interrupted run of the same `origin` left checkpoints. A folder
-    made from another origin is discarded; one whose run record (`run_file`) reached `steps` is reused."""
+    """A training stage of `steps` into `out`: `train(resume)` runs it, where `resume` is the newest checkpoint an
+    interrupted run of the same `origin` left (None: start afresh). A folder made from another origin is
+    discarded; one whose run record (`run_file`) reached `steps` is reused."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    marker = out / ORIGIN
+    marker, origin = out / ORIGIN, as_json(origin)
     if out.is_dir() and (not marker.exists() or json.loads(marker.read_text()) != origin):
         log("discarding %s: it started from other inputs or settings", out)
         shutil.rmtree(out)
@@ -55,7 +61,7 @@ def trained(out: Path, origin: dict[str, Any], steps: int, run_file: str, train:
     marker.write_text(json.dumps(origin) + "\n")
     last = get_last_checkpoint(str(out))
     log("%s, %d steps%s", what, steps, f" (resuming {last})" if last else "")
-    train(["--resume_from_checkpoint", last] if last else [])
+    train(last)
     return out
 
 

@@ -108,18 +108,15 @@ def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_r
     `in_file_order`: the records are taken in the file's order (each step's sorted by length), so records laid out
     side by side (a pair's two orders) share a step. `verdict_weight`: the verdict letters' weight in the loss.
     `callbacks`: more TrainerCallbacks (e.g. `train.verdict_probe.verdict_probe`)."""
-    from train.warmup_trainer import parse, train_warmup
+    from train.warmup_trainer import configs, train_warmup
 
-    order = ["--sort_within_steps", "true"] if in_file_order else []
-    order += ["--verdict_weight", str(verdict_weight)] if verdict_weight != 1.0 else []
-    train_warmup(*parse([*order,
-        "--dataset", str(data), "--lm_head", "plain", "--model_name_or_path", base, "--output_dir", str(out),
-        "--max_steps", str(steps), "--per_device_train_batch_size", str(batch),
-        "--learning_rate", str(learning_rate), "--lr_scheduler_type", schedule,
-        "--warmup_steps", str(max(steps // 10, 1)), "--max_length", str(max_length), "--save_strategy", "no",
-        "--report_to", "none", "--use_cpu", str(not on_gpu()).lower(), "--dtype", "float32",
-        "--bf16", str(bf16).lower(), "--gradient_checkpointing", "false", "--seed", str(seed), "--disable_tqdm", "true",
-        "--logging_steps", str(max(steps // 10, 1))]), callbacks=callbacks)
+    train_warmup(*configs(
+        dataset=data, lm_head="plain", model_name_or_path=base, output_dir=out, max_steps=steps,
+        per_device_train_batch_size=batch, learning_rate=learning_rate, lr_scheduler_type=schedule,
+        warmup_steps=max(steps // 10, 1), max_length=max_length, save_strategy="no", report_to="none",
+        use_cpu=not on_gpu(), dtype="float32", bf16=bf16, gradient_checkpointing=False, seed=seed, disable_tqdm=True,
+        logging_steps=max(steps // 10, 1), sort_within_steps=in_file_order, verdict_weight=verdict_weight),
+        callbacks=callbacks)
 
 
 def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Sequence[str] = ()) -> Path:

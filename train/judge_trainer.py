@@ -2,6 +2,7 @@
 rollout → reward → TRL's GRPOTrainer) and the saved run (model, trainer state, the run's JudgeCard).
 
     trainer = train_judge(*parse(["--config", "configs/grpo_openrm/tiny_cpu.yaml", "--model_name_or_path", ...]))
+    trainer = train_judge(*configs("configs/grpo_openrm/tiny_cpu.yaml", model_name_or_path=model, max_steps=30))
 """
 
 from __future__ import annotations
@@ -221,3 +222,14 @@ def parse(argv: list[str] | None = None):
     from trl import GRPOConfig, ModelConfig, TrlParser
 
     return TrlParser((OpenRMArguments, GRPOConfig, ModelConfig)).parse_args_and_config(args=argv)
+
+
+def configs(config=None, flags=(), **values):
+    """(OpenRMArguments, GRPOConfig, ModelConfig) as a program sets them:
+    `config`'s YAML values, then `values` by field name, then command-line `flags` a person passed through
+    (`plumbing.arguments.from_values`)."""
+    from trl import GRPOConfig, ModelConfig
+
+    from plumbing.arguments import from_values
+
+    return from_values((OpenRMArguments, GRPOConfig, ModelConfig), config, flags, **values)

@@ -3,6 +3,7 @@
 `policy_run.json`).
 
     trainer = train_policy(*parse(["--config", "configs/grpo_policy/tiny_cpu.yaml", "--model_name_or_path", ...]))
+    trainer = train_policy(*configs("configs/grpo_policy/tiny_cpu.yaml", model_name_or_path=model, topology="swiss"))
 """
 
 from __future__ import annotations
@@ -287,3 +288,14 @@ def parse(argv: list[str] | None = None):
     from trl import GRPOConfig, ModelConfig, TrlParser
 
     return TrlParser((PolicyArguments, GRPOConfig, ModelConfig)).parse_args_and_config(args=argv)
+
+
+def configs(config=None, flags=(), **values):
+    """(PolicyArguments, GRPOConfig, ModelConfig) as a program sets them:
+    `config`'s YAML values, then `values` by field name, then command-line `flags` a person passed through
+    (`plumbing.arguments.from_values`)."""
+    from trl import GRPOConfig, ModelConfig
+
+    from plumbing.arguments import from_values
+
+    return from_values((PolicyArguments, GRPOConfig, ModelConfig), config, flags, **values)

@@ -3,6 +3,7 @@ arguments, the trainer (triplets → scorer → hybrid reward → TRL's GRPOTrai
 state, `rubric_generator_run.json`).
 
     trainer = train_rubric_generator(*parse(["--config", "configs/grpo_rubric_generator/tiny_cpu.yaml", ...]))
+    trainer = train_rubric_generator(*configs("configs/grpo_rubric_generator/tiny_cpu.yaml", max_steps=30))
 """
 
 from __future__ import annotations
@@ -147,3 +148,14 @@ def parse(argv: list[str] | None = None):
     from trl import GRPOConfig, ModelConfig, TrlParser
 
     return TrlParser((RubricGeneratorArguments, GRPOConfig, ModelConfig)).parse_args_and_config(args=argv)
+
+
+def configs(config=None, flags=(), **values):
+    """(RubricGeneratorArguments, GRPOConfig, ModelConfig) as a program sets them:
+    `config`'s YAML values, then `values` by field name, then command-line `flags` a person passed through
+    (`plumbing.arguments.from_values`)."""
+    from trl import GRPOConfig, ModelConfig
+
+    from plumbing.arguments import from_values
+
+    return from_values((RubricGeneratorArguments, GRPOConfig, ModelConfig), config, flags, **values)

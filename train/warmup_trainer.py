@@ -3,6 +3,7 @@ records tokenized as a rollout builds them, the trainer (TRL's SFTTrainer or tra
 model and tokenizer.
 
     trainer = train_warmup(*parse(["--dataset", "sft_gold.jsonl", "--model_name_or_path", ..., "--output_dir", ...]))
+    trainer = train_warmup(*configs(dataset="sft_gold.jsonl", model_name_or_path=model, output_dir=out))
 """
 
 from __future__ import annotations
@@ -180,3 +181,14 @@ def parse(argv: list[str] | None = None):
     from trl import ModelConfig, SFTConfig, TrlParser
 
     return TrlParser((WarmupArguments, SFTConfig, ModelConfig)).parse_args_and_config(args=argv)
+
+
+def configs(config=None, flags=(), **values):
+    """(WarmupArguments, SFTConfig, ModelConfig) as a program sets them:
+    `config`'s YAML values, then `values` by field name, then command-line `flags` a person passed through
+    (`plumbing.arguments.from_values`)."""
+    from trl import ModelConfig, SFTConfig
+
+    from plumbing.arguments import from_values
+
+    return from_values((WarmupArguments, SFTConfig, ModelConfig), config, flags, **values)

@@ -12,8 +12,8 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     warmed, trained = [], []
     monkeypatch.setattr(proof, "resolve", lambda name: str(tmp_path / name))
     monkeypatch.setattr(proof, "warm_up", lambda world, base, out, plan: warmed.append((out.name, plan)) or out)
-    monkeypatch.setattr(proof, "grpo", lambda start, data, indexes, out, steps, *extra: trained.append(
-        (start.name, out.name, extra)) or out)
+    monkeypatch.setattr(proof, "grpo", lambda start, data, indexes, out, steps, **values: trained.append(
+        (start.name, out.name, values)) or out)
     judgings = []
     monkeypatch.setattr(proof, "judged", lambda *a, **kw: judgings.append(kw) or {"accuracy": 1.0})
     monkeypatch.setattr(proof, "measured", lambda *a, **kw: judgings.append(kw) or {"accuracy": 0.0})
@@ -29,9 +29,9 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     assert [(start, out) for start, out, _ in trained] == [
         ("a-sft-s0-40x8", f"a-composite-{suffix}-s0"), ("a-sft-s0-40x8", f"a-em_only-{suffix}-s0"),
         ("a-sft-s1-40x8", f"a-composite-{suffix}-s1"), ("a-sft-s1-40x8", f"a-em_only-{suffix}-s1")]
-    extra = trained[1][2]
-    assert extra[:2] == ("--reward_variant", "em_only")
-    assert extra[extra.index("--num_generations") + 1] == "8" and extra[extra.index("--beta") + 1] == "0.04"
+    values = trained[1][2]
+    assert values["reward_variant"] == "em_only"
+    assert values["num_generations"] == 8 and values["beta"] == 0.04
     assert set(runs) == {"sft/s0", "sft/s1", f"composite-{suffix}/s0", f"em_only-{suffix}/s0",
                          f"composite-{suffix}/s1", f"em_only-{suffix}/s1"}
     assert f"| GRPO composite-{suffix} | 2 |" in proof.table(runs, args)
@@ -56,7 +56,7 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     runs = proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
     assert [(name, plan.bf16) for name, plan in warmed] == [("c-sft-s2-40x8-search0.3-bf16", True)]
     assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-bf16-s2"]
-    assert trained[0][2][trained[0][2].index("--bf16") + 1] == "true"
+    assert trained[0][2]["bf16"] is True
     assert judgings and all(kw.get("dtype") == "bfloat16" for kw in judgings)
     assert f"| GRPO composite-{suffix}-bf16 | 1 |" in proof.table(runs, args)
     # tool-centred advantages: GRPO gets the switch, the run folder and row name it, the warm-up is shared
@@ -65,7 +65,7 @@ def test_learning_proof_runs_each_variant_from_one_warm_up_per_seed(tmp_path, mo
     proof.run_stage(args, ToyWorld(0), tmp_path, {}, [], None)
     assert [name for name, _ in warmed] == ["c-sft-s2-40x8-search0.3-bf16"]
     assert [out for _, out, _ in trained] == [f"c-composite-{suffix}-toolbal-bf16-s2"]
-    assert trained[0][2][trained[0][2].index("--tool_balance") + 1] == "true"
+    assert trained[0][2]["tool_balance"] is True
 
 
 def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
@@ -75,8 +75,8 @@ def test_learning_proof_passes_only_the_group_settings_it_is_given(tmp_path):
     proof = importlib.import_module("experiments.learning_proof")
     args = argparse.Namespace(tool_term="share", grpo_steps=30, grpo_lr=1e-5, grpo_generations=None, grpo_beta=None,
                               grpo_batch=None, hedge_share=0.0, bf16=False, tool_balance=False)
-    extra = proof.grpo_overrides(args, "composite", 0, tmp_path)
-    assert not {"--num_generations", "--beta", "--bf16", "--tool_balance"} & set(extra)
+    values = proof.grpo_overrides(args, "composite", 0, tmp_path)
+    assert not {"num_generations", "beta", "bf16", "tool_balance", "per_device_train_batch_size"} & set(values)
     assert proof.run_suffix(args) == "-30x1e-05"
 
 

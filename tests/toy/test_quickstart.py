@@ -243,10 +243,8 @@ def test_on_a_gpu_the_quickstart_grpo_overrides_the_cpu_config(tmp_path, monkeyp
     monkeypatch.setattr(judge_stages, "trained", lambda out, start, *a, **kw: seen.update(start) or out)
     for gpu in (False, True):
         monkeypatch.setattr(judge_stages, "on_gpu", lambda gpu=gpu: gpu)
-        judge_stages.grpo(model, tmp_path, {}, tmp_path / "grpo", 1, "--seed", "0")
-        assert ("--use_cpu" in seen["extra"]) == gpu
-        if gpu:
-            assert seen["extra"][seen["extra"].index("--use_cpu") + 1] == "false"
+        judge_stages.grpo(model, tmp_path, {}, tmp_path / "grpo", 1, seed=0)
+        assert seen["values"] == ({"seed": 0, "use_cpu": False} if gpu else {"seed": 0})
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "constant_with_warmup"])
@@ -256,11 +254,9 @@ def test_run_sft_passes_its_schedule_and_a_tenth_of_the_steps_warming_up(schedul
 
     seen = {}
     monkeypatch.setattr(warmup_trainer, "train_warmup", lambda *parsed, callbacks=(): None)
-    monkeypatch.setattr(warmup_trainer, "parse", lambda argv: seen.setdefault("argv", argv))
+    monkeypatch.setattr(warmup_trainer, "configs", lambda **values: seen.update(values) or ())
     warmup.run_sft(tmp_path / "d.jsonl", "base", tmp_path, 50, 8, 5e-5, 0, schedule=schedule)
-    argv = seen["argv"]
-    assert argv[argv.index("--lr_scheduler_type") + 1] == schedule
-    assert argv[argv.index("--warmup_steps") + 1] == "5"
+    assert seen["lr_scheduler_type"] == schedule and seen["warmup_steps"] == 5
 
 
 def test_a_comment_in_the_grpo_config_keeps_a_finished_run_but_a_value_does_not(tmp_path):
