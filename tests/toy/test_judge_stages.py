@@ -24,7 +24,7 @@ def test_a_judge_folder_links_the_models_files_and_writes_the_tables_settings(tm
     judge_folder(model, out, settings)  # a second call keeps the links
 
 
-def test_the_exported_grpo_stage_passes_its_flags_in_the_order_of_its_cache_key(tmp_path, monkeypatch):
+def test_the_exported_grpo_stage_passes_the_values_of_its_cache_key(tmp_path, monkeypatch):
     from openrm.card import JudgeCard
     from toy import judge_stages
     from train import judge_export
@@ -41,25 +41,37 @@ def test_the_exported_grpo_stage_passes_its_flags_in_the_order_of_its_cache_key(
     exported = judge_stages.exported_grpo(tmp_path / "judge-sft", built_elsewhere, tmp_path / "data", {"wiki": "i"},
                                           settings, tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True,
                                           both_orders=True, rival_share=0.25, config=CONFIG)
-    (warm, data, indexes, out, steps, *extra), kw = calls[0]
-    assert exported == tmp_path / "judges" / "grpo" and kw == {"config": CONFIG}
+    (warm, data, indexes, out, steps, config), values = calls[0]
+    assert exported == tmp_path / "judges" / "grpo" and config == CONFIG
     assert (warm, data, indexes, out, steps) == (tmp_path / "judge-sft", tmp_path / "data", {"wiki": "i"},
                                                  tmp_path / "grpo", 5)
     assert (tmp_path / "data" / "dataset").resolve() == built_elsewhere.resolve()
-    assert extra == ["--seed", "1", "--learning_rate", "1e-05", "--bf16", "true",
-                     "--max_new_tokens", str(settings["max_new_tokens"]),
-                     "--max_completion_length", str(settings["max_completion_tokens"]),
-                     "--trajectory_log", str(tmp_path / "grpo" / "trajectories.jsonl"),
-                     "--both_orders", "true", "--rival_share", "0.25"]
+    assert values == {"seed": 1, "learning_rate": 1e-5, "bf16": True, "max_new_tokens": settings["max_new_tokens"],
+                      "max_completion_length": settings["max_completion_tokens"],
+                      "trajectory_log": tmp_path / "grpo" / "trajectories.jsonl", "both_orders": True,
+                      "rival_share": 0.25}
     judge_stages.exported_grpo(tmp_path / "judge-sft", built_elsewhere, tmp_path / "data", {"wiki": "i"}, settings,
                                tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True, both_orders=False, rival_share=0.0,
                                order_groups=True, config=CONFIG)
-    assert calls[1][0][5:][-2:] == ("--order_groups", "true")  # after every flag of an earlier key
+    assert calls[1][1]["order_groups"] is True and "both_orders" not in calls[1][1]
     judge_stages.exported_grpo(tmp_path / "judge-sft", built_elsewhere, tmp_path / "data", {"wiki": "i"}, settings,
                                tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True, both_orders=False, rival_share=0.5,
                                rival_kinds=["hedge", "evasion"], config=CONFIG)
-    assert calls[2][0][5:][-5:] == ("--rival_share", "0.5", "--rival_kinds", "hedge", "evasion")
+    assert (calls[2][1]["rival_share"], calls[2][1]["rival_kinds"]) == (0.5, ["hedge", "evasion"])
     judge_stages.exported_grpo(tmp_path / "judge-sft", built_elsewhere, tmp_path / "data", {"wiki": "i"}, settings,
                                tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True, both_orders=False, rival_share=0.5,
                                rival_kinds=["hedge", "evasion", "markup"], config=CONFIG)
-    assert calls[3][0][5:][-2:] == ("--rival_share", "0.5")  # every kind: the key of a run without the flag
+    assert "rival_kinds" not in calls[3][1]  # every kind: the key of a run without the setting
+
+
+def test_a_stage_marker_compares_equal_to_the_values_it_was_written_from(tmp_path):
+    from toy.stages import ORIGIN, trained
+
+    runs = []
+    origin = {"values": {"trajectory_log": tmp_path / "t.jsonl", "rival_kinds": ("hedge", "evasion")}}
+    trained(tmp_path / "run", origin, 3, "run.json", lambda resume: runs.append(resume), "a stage")
+    assert runs == [None]  # nothing to resume
+    assert json.loads((tmp_path / "run" / ORIGIN).read_text())["values"]["rival_kinds"] == ["hedge", "evasion"]
+    (tmp_path / "run" / "checkpoint-2").mkdir()
+    trained(tmp_path / "run", origin, 3, "run.json", lambda resume: runs.append(resume), "a stage")
+    assert runs == [None, str(tmp_path / "run" / "checkpoint-2")]  # the same origin (a tuple read back as a list)
