@@ -1,5 +1,5 @@
 """Local OpenAI-compatible servers, started as child processes on loopback, waited for, and stopped (their whole
-process group) when the block ends, however it ends:
+process group) when the block ends, however it ends (a `kill` of the parent included: SIGTERM unwinds the block):
 
     with transformers_server("/models/smollm2") as url:      # url: http://127.0.0.1:<port>; the API is at url/v1
         ...
@@ -68,6 +68,31 @@ def _stop(process: subprocess.Popen, grace_s: float = 10.0) -> None:
 
 
 @contextlib.contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP (a `kill`, a closed terminal) raise SystemExit in the main thread
+    instead of ending the process on the spot, so `finally` blocks run and the servers started here are stopped
+    rather than left serving. A handler someone else installed is kept; off the main thread nothing changes."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(signum, frame):
+        raise SystemExit(128 + signum)
+
+    before = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            before[sig] = signal.signal(sig, unwind)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
 def _child_server(name: str, command: list[str], port: int, health: str, *, log: str | os.PathLike | None,
                   env: dict[str, str], startup_timeout_s: float) -> Iterator[str]:
     """Run `command` (a server that will listen on 127.0.0.1:`port`) until `health` answers 200; yield its URL; stop
@@ -78,26 +103,27 @@ def _child_server(name: str, command: list[str], port: int, health: str, *, log:
     own_log = log is None
     log = Path(log) if log else Path(os.environ.get("TMPDIR", "/tmp")) / f"{name}-{os.getpid()}-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=env, start_new_session=True)
-    clean = False
-    try:
-        deadline = time.monotonic() + startup_timeout_s
-        while not _healthy(url, health):
-            if process.poll() is not None:
-                raise ServerError(f"{name} exited with status {process.returncode} while starting; "
-                                  f"its log ({log}) ends:\n{_tail(log)}")
-            if time.monotonic() > deadline:
-                raise ServerError(f"{name} did not answer {url}{health} within {startup_timeout_s:.0f} s; "
-                                  f"its log ({log}) ends:\n{_tail(log)}")
-            time.sleep(0.2)
-        yield url
-        clean = True
-    finally:
-        _stop(process)
-        if own_log and clean:
-            log.unlink(missing_ok=True)
+    with _signals_unwind():
+        with log.open("ab") as sink:
+            process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env=env, start_new_session=True)
+        clean = False
+        try:
+            deadline = time.monotonic() + startup_timeout_s
+            while not _healthy(url, health):
+                if process.poll() is not None:
+                    raise ServerError(f"{name} exited with status {process.returncode} while starting; "
+                                      f"its log ({log}) ends:\n{_tail(log)}")
+                if time.monotonic() > deadline:
+                    raise ServerError(f"{name} did not answer {url}{health} within {startup_timeout_s:.0f} s; "
+                                      f"its log ({log}) ends:\n{_tail(log)}")
+                time.sleep(0.2)
+            yield url
+            clean = True
+        finally:
+            _stop(process)
+            if own_log and clean:
+                log.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
