@@ -44,11 +44,12 @@ def _stem(word: str) -> str:
 
 def names(text: str) -> set[str]:
     """Capitalised words that do not open a sentence or a line (lower case, a possessive 's dropped): what an
-    answer names. A word opening a sentence is capitalised whatever it is, so it is not counted."""
+    answer names. A word opening a sentence, a bullet or a bold heading is capitalised whatever it is, so it is not
+    counted."""
     found = set()
     for sentence in SENTENCE.split(text):
         for m in NAME.finditer(sentence):
-            if sentence[:m.start()].strip() == "":
+            if not re.search(r"[^\W\d_]", sentence[:m.start()]):  # only marks before it: "- ", "**", "1. "
                 continue
             word = _stem(m.group(0))
             if len(word) >= 3 and word not in STOPWORDS and word not in NOT_NAMES:

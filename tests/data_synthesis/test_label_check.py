@@ -30,6 +30,7 @@ def test_names_leave_out_words_opening_a_sentence_and_possessives():
     got = label_check.names("Paris holds it. The tower was built by Eiffel's company for the World Fair.\nHowever it "
                             "stands.")
     assert got == {"eiffel", "world", "fair"}  # "Paris", "The", "However" open a sentence or a line
+    assert label_check.names("**Early Life**\n- Born in Rome\n1. Moved to Milan") == {"life", "rome", "milan"}
 
 
 @pytest.mark.parametrize("label", ["A", "B"])
