@@ -91,3 +91,16 @@ def test_a_broken_line_stops_with_its_place(tmp_path):
     (tmp_path / "test.jsonl").write_text(json.dumps(record("a", "b")) + "\n{not json\n")
     with pytest.raises(SystemExit, match="test.jsonl:2"):
         label_check.main(["--dataset", str(tmp_path), "--out", str(tmp_path / "out")])
+
+
+@pytest.mark.slow  # builds judge pairs from the packaged Wikipedia lead sections (about 20 s)
+def test_the_rule_never_reverses_labels_right_by_construction(tmp_path):
+    from data_synthesis.wiki_dataset import write_dataset
+    from eval.breakdown import kind_of
+
+    write_dataset(tmp_path, 10, 70)
+    records = [json.loads(line) for line in (tmp_path / "test.jsonl").read_text().splitlines()]
+    verdicts = [(kind_of(r), label_check.check_pair(r).verdict) for r in records]
+    assert len(verdicts) == 70 and "reversed" not in {v for _, v in verdicts}
+    # a changed number, year or name is a claim the article does not hold: those kinds are confirmed
+    assert all(v == "holds" for k, v in verdicts if k in ("numbers", "date", "entity", "place"))
