@@ -14,8 +14,11 @@ import httpx
 import pytest
 
 PARENT = textwrap.dedent("""
-    import os, sys, time
+    import os, signal, sys, time
     from plumbing.serve import _child_server, free_port
+
+    # a test runner started under nohup passes SIGHUP on as ignored, which the block rightly leaves alone
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
     port = free_port()
     command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
