@@ -50,8 +50,13 @@ def test_killing_the_parent_stops_its_server(sig, tmp_path):
         while not _gone(url) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _gone(url), "the server outlived the process that started it"
-    finally:
-        parent.kill()
+    finally:  # a failed run must not leave its server behind either: SIGTERM unwinds, SIGKILL would orphan it
+        if parent.poll() is None:
+            parent.terminate()
+            try:
+                parent.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                parent.kill()
 
 
 def test_a_handler_someone_installed_is_kept(tmp_path):
