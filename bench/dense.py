@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.memory import rss_kb
-from bench.results import RESULTS, write_section
+from plumbing.results import write_section
 
 SECTION = "## Retrieval: dense (faiss)"
 DIM, CENTRES, TOPK = 384, 4096, 10
@@ -189,7 +189,7 @@ def main() -> None:
     text = render(args.n, enc, rows)
     print(text)
     if args.write_results:
-        write_section(RESULTS, SECTION, text)
+        write_section(SECTION, text)
 
 
 if __name__ == "__main__":

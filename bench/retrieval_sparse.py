@@ -21,8 +21,8 @@ from pathlib import Path
 
 from bench.corpus import sample_queries, synthetic_corpus
 from bench.memory import run_measured
-from bench.results import RESULTS, write_section
 from bench.search_speed import BACKENDS, WARM
+from plumbing.results import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,7 +95,7 @@ def main() -> None:
     print("\n" + text)
     if args.write_results:
         sizes = " ".join(map(str, args.sizes))
-        write_section(RESULTS, SECTION, f"{SECTION}\n\n`.venv/bin/python -m bench.retrieval_sparse --sizes {sizes} "
+        write_section(SECTION, f"{SECTION}\n\n`.venv/bin/python -m bench.retrieval_sparse --sizes {sizes} "
                       f"--write-results` ({versions()}; {os.cpu_count()} cores):\n\n{text}\n")
 
 

@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 
 from bench import overhead
-from bench.results import RESULTS, write_section
 from bench.stopwatch import Stopwatch
+from plumbing.results import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -157,14 +157,14 @@ def main() -> None:
         text = overhead.render(o, args.quickstart)
         print(text)
         if args.write_results:
-            write_section(RESULTS, overhead.SECTION, text, after=SECTION)
+            write_section(overhead.SECTION, text, after=SECTION)
     if args.part in ("all", "pairs"):
         p = pairs_per_second(args.quickstart, args.pairs, tuple(args.batches), args.bf16)
         print(json.dumps(p), flush=True)
         text = render_pairs(p, args.quickstart)
         print(text)
         if args.write_results:
-            write_section(RESULTS, PAIRS_SECTION, text, after=overhead.SECTION)
+            write_section(PAIRS_SECTION, text, after=overhead.SECTION)
     if args.part in ("all", "grpo"):
         g = grpo_share(args.quickstart, args.steps, watch, args.bf16)
         print(json.dumps(g), flush=True)
@@ -172,7 +172,7 @@ def main() -> None:
         text = render(g, args.quickstart)
         print(text)
         if args.write_results:
-            write_section(RESULTS, SECTION, text)
+            write_section(SECTION, text)
 
 
 if __name__ == "__main__":

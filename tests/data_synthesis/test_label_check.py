@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from data_synthesis import label_check
+from data_synthesis import label_check, label_rule
 
 DOC = ("The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889 for the World's Fair. It is "
        "330 metres tall and was designed by the company of Gustave Eiffel.")
@@ -23,21 +23,21 @@ def record(good: str, bad: str, label: str = "A", question: str = "When was the 
     ("The end.", set()),
 ])
 def test_numbers_of_two_digits_or_more_normalised(text, want):
-    assert label_check.numbers(text) == want
+    assert label_rule.numbers(text) == want
 
 
 def test_names_leave_out_words_opening_a_sentence_and_possessives():
-    got = label_check.names("Paris holds it. The tower was built by Eiffel's company for the World Fair.\nHowever it "
+    got = label_rule.names("Paris holds it. The tower was built by Eiffel's company for the World Fair.\nHowever it "
                             "stands.")
     assert got == {"eiffel", "world", "fair"}  # "Paris", "The", "However" open a sentence or a line
-    assert label_check.names("**Early Life**\n- Born in Rome\n1. Moved to Milan") == {"life", "rome", "milan"}
+    assert label_rule.names("**Early Life**\n- Born in Rome\n1. Moved to Milan") == {"life", "rome", "milan"}
 
 
 @pytest.mark.parametrize("label", ["A", "B"])
 def test_label_holds_when_the_preferred_answer_is_better_grounded(label):
     good = "The tower was finished in 1889 and stands 330 metres tall, a design from Gustave Eiffel."
     bad = "The tower was finished in 1925 and stands 512 metres tall, a design from Auguste Perret."
-    check = label_check.check_pair(record(good, bad, label))
+    check = label_rule.check_pair(record(good, bad, label))
     assert check.verdict == "holds"
     assert set(check.preferred.supported) == {"1889", "330", "gustave"}  # "Eiffel" and "Tower" are asked
     assert set(check.other.unsupported_numbers) == {"1925", "512"}
@@ -47,27 +47,27 @@ def test_label_holds_when_the_preferred_answer_is_better_grounded(label):
 def test_label_reversed_when_the_other_answer_is_better_grounded():
     good = "It was finished in 1925 under Auguste Perret."
     bad = "It was finished in 1889."
-    check = label_check.check_pair(record(good, bad))
+    check = label_rule.check_pair(record(good, bad))
     assert check.verdict == "reversed"
     assert check.preferred.unsupported_numbers == ("1925",)
 
 
 def test_no_checkable_claim_and_claims_the_question_makes_are_undecided():
-    check = label_check.check_pair(record("it is a tall tower of iron.", "it is a tower, quite tall.",
+    check = label_rule.check_pair(record("it is a tall tower of iron.", "it is a tower, quite tall.",
                                           question="Is the tower in Paris from 1889?"))
     assert check.verdict == "undecided"
-    asked = label_check.check_pair(record("It is in Paris, from 1889.", "it is a tower.",
+    asked = label_rule.check_pair(record("It is in Paris, from 1889.", "it is a tower.",
                                           question="Is the tower in Paris from 1889?"))
     assert asked.verdict == "undecided" and asked.preferred.supported == ()
 
 
 def test_a_record_without_documents_or_label_is_refused():
     with pytest.raises(ValueError, match="no source documents"):
-        label_check.check_pair(record("a", "b", documents=[]))
+        label_rule.check_pair(record("a", "b", documents=[]))
     bad = record("a", "b")
     bad["label"] = "tie"
     with pytest.raises(ValueError, match="label must be"):
-        label_check.check_pair(bad)
+        label_rule.check_pair(bad)
 
 
 def test_summary_shares_and_the_command_writes_its_files(tmp_path):
@@ -80,7 +80,7 @@ def test_summary_shares_and_the_command_writes_its_files(tmp_path):
     assert label_check.main(["--dataset", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
     s = json.loads((tmp_path / "out" / "label_check.json").read_text())
     assert s["pairs"] == 3
-    assert [s[v]["share"] for v in label_check.VERDICTS] == pytest.approx([1 / 3, 1 / 3, 1 / 3])
+    assert [s[v]["share"] for v in label_rule.VERDICTS] == pytest.approx([1 / 3, 1 / 3, 1 / 3])
     assert s["longer_wins_all"]["share"] == 0  # the preferred answer is never the longer one here
     assert s["longer_wins_confirmed"]["n"] == 1
     assert len((tmp_path / "out" / "pairs.jsonl").read_text().splitlines()) == 3
@@ -100,7 +100,7 @@ def test_the_rule_never_reverses_labels_right_by_construction(tmp_path):
 
     write_dataset(tmp_path, 10, 70)
     records = [json.loads(line) for line in (tmp_path / "test.jsonl").read_text().splitlines()]
-    verdicts = [(kind_of(r), label_check.check_pair(r).verdict) for r in records]
+    verdicts = [(kind_of(r), label_rule.check_pair(r).verdict) for r in records]
     assert len(verdicts) == 70 and "reversed" not in {v for _, v in verdicts}
     # a changed number, year or name is a claim the article does not hold: those kinds are confirmed
     assert all(v == "holds" for k, v in verdicts if k in ("numbers", "date", "entity", "place"))
