@@ -28,6 +28,7 @@ from pathlib import Path
 from experiments.cells import hostile_cell, hostile_quarters, tournament_stats
 from experiments.cells import mean_sd as ms
 from plumbing import atomic
+from plumbing.records import RESULTS
 from toy.agent_stages import evaluate, grpo, null_draws, write_data
 from toy.agent_task import ToyAgentTask
 from toy.world import ToyWorld
@@ -38,7 +39,7 @@ logger = logging.getLogger("experiments.agent_policy_proof")
 def print_table(out: Path) -> None:
     """Every finished run under `out`, one row per match judge and topology (mean ± sd over its seeds)."""
     results = {}
-    for path in sorted(out.glob("grpo-*/agent_result.json")):
+    for path in sorted(out.glob(f"grpo-*/{RESULTS}")):
         r = json.loads(path.read_text())
         results.setdefault((r["tag"], r["topology"]), []).append(r)
     print("| match judge | topology | seeds | judge calls / step | judge tie rate | s / step | "
@@ -127,7 +128,7 @@ def main() -> None:
             result = {"tag": tag, "topology": topology, "seed": seed, **tournament_stats(run),
                       "hostile_first_last_quarter": hostile_quarters(run), "table": table,
                       "wall_seconds": time.perf_counter() - started}
-            atomic.write_json(run_dir / "agent_result.json", result, indent=1)
+            atomic.write_json(run_dir / RESULTS, result, indent=1)
             logger.info("%s %s seed %d: %s", tag, topology, seed, json.dumps(table))
     print_table(args.out)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from data_synthesis.wiki_benchmarks import WRITERS, write_files
 from eval import loaders
 from plumbing import atomic
+from plumbing.records import RESULTS
 from retrieval.wikipedia import packaged_index
 
 
@@ -80,7 +81,7 @@ def main() -> None:
                          "truncated": j["context"]["truncated"], "context_failed": j["context"]["failed"],
                          "wall_seconds": time.perf_counter() - t})
             print(json.dumps(rows[-1]), flush=True)
-    atomic.write_json(args.out / "summary.json", rows, indent=1)
+    atomic.write_json(args.out / RESULTS, rows, indent=1)
     print("| benchmark | judge | pairs | accuracy (95 % CI) | unparsed orders | searches / pair | s / pair "
           "| cut to fit |")
     print("|---|---|---:|---|---:|---:|---:|---:|")

@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 from plumbing import atomic
+from plumbing.records import run_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,7 +165,7 @@ def main() -> None:
     for name in SETS:
         data = write_jsonl(args.out / "sets" / f"{name}.jsonl", sets[name])
         model_dir = args.out / f"dpo-{name}"
-        if not (model_dir / "dpo_run.json").exists():
+        if not (model_dir / run_record("dpo")).exists():
             cmd = [py, "train/dpo.py", "--config", str(CONFIG), "--model_name_or_path", args.model,
                    "--dataset", str(data), "--output_dir", str(model_dir), "--learning_rate", str(args.dpo_lr),
                    "--num_train_epochs", str(args.dpo_epochs), "--max_steps", str(args.dpo_max_steps),
@@ -178,7 +179,7 @@ def main() -> None:
     for name, path in models.items():
         table[name] = downstream(name, path, base, args, data_dir, fewshot)
         logger.info("%s: %s", name, table[name])
-    results = {"selection": stats, "dpo": {n: json.loads((args.out / f"dpo-{n}" / "dpo_run.json").read_text())
+    results = {"selection": stats, "dpo": {n: json.loads((args.out / f"dpo-{n}" / run_record("dpo")).read_text())
                                            for n in SETS}, "downstream": table, "settings": vars(args)}
     atomic.write_json(args.out / "results.json", results, indent=1, default=str)
     atomic.write_text(args.out / "results.md", markdown(table, stats, fewshot))

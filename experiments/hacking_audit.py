@@ -8,7 +8,8 @@ answer — wins plus half ties, with a 95 % bootstrap interval — with and with
         --data runs/real-judge/data/dataset --out runs/audit/real \
         --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25
 
-Each kind is saved to OUT/audit.json as it ends; a rerun with the same judge and pairs goes on from there.
+Each kind is saved to OUT/results.json as it ends (the table to OUT/results.md);
+a rerun with the same judge and pairs goes on from there.
 Pairs: the test split of --data (any judge dataset), or held-out short pairs of a toy world (--toy-world). A judge
 used as a reward should leave every kind near 0; 0.5 means it cannot tell the hostile candidate from the right one.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from eval.hostile import KINDS, audit
 from plumbing import atomic
+from plumbing.records import RESULTS, TABLES
 
 
 def main() -> None:
@@ -56,7 +58,7 @@ def main() -> None:
         ([] if args.skip_no_search and retrievers else [("no search", None)])
     args.out.mkdir(parents=True, exist_ok=True)
     weights = sorted([f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in Path(args.judge).glob("*.safetensors"))
-    saved, asked = args.out / "audit.json", {"judge": str(args.judge), "weights": weights, "per_kind": args.per_kind,
+    saved, asked = args.out / RESULTS, {"judge": str(args.judge), "weights": weights, "per_kind": args.per_kind,
                                              "pairs": [e.get("id") for e in examples]}
     results = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {}
     if results.get("asked") != asked:  # another judge or other pairs: audited anew
@@ -82,7 +84,7 @@ def main() -> None:
             cells.append(f"{r['earned']:.2f} ({r['ci95'][0]:.2f}-{r['ci95'][1]:.2f}) | {r['ties']} of {r['pairs']}")
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     table = "\n".join(lines) + "\n"
-    atomic.write_text(args.out / "audit.md", table)
+    atomic.write_text(args.out / TABLES, table)
     print(table)
 
 

@@ -21,7 +21,8 @@ rest; then GRPO with each reward variant; searches per order, accuracy, right co
 Every stage also judges each final checkpoint on another toy world (`--other-world`: names it never saw).
 
 Every stage is cached under --out (a rerun trains and judges only what is missing; delete a folder to redo it);
-results go to `<out>/stage_<x>.json`, a table on stdout and `<out>/stage_<x>.png` (each variant's R_EM, searches and
+results go to `<out>/stage_<x>/results.json`, a table on stdout and `<out>/stage_<x>/curves.png` (each variant's R_EM,
+searches and
 R_tool over the GRPO steps, mean over seeds: the paper's Fig. 3 axes). `--bf16` (default: where the processor has
 native bf16) trains under bf16 autocast and judges with bf16 weights; its folders and files carry `-bf16`.
 """
@@ -38,6 +39,7 @@ from experiments.cells import grpo_curve, mean_sd, plot_over_steps
 from openrm.models import resolve
 from plumbing import atomic
 from plumbing.hardware import native_bf16
+from plumbing.records import RESULTS
 from toy.judge_stages import grpo, judged, measured, toy_indexes
 from toy.warmup import WarmupPlan, warm_up
 from toy.world import ToyWorld, write_dataset
@@ -211,12 +213,12 @@ def main() -> None:
     out = args.out / (f"stage_{args.stage}{'' if args.tool_term == 'share' else '_' + args.tool_term}"
                       + ("" if not args.hedge_share else f"_hedge{args.hedge_share:g}")
                       + ("" if args.tool_balance == (args.stage == "a") else ("_plain", "_toolbal")[args.tool_balance])
-                      + ("_bf16" if args.bf16 else "") + ".json")
+                      + ("_bf16" if args.bf16 else "")) / RESULTS
     atomic.write_json(out, {"args": {k: str(v) for k, v in vars(args).items()}, "seconds": seconds, "runs": runs},
                       indent=1)
     curves = {name: [r["curve"] for key, r in runs.items() if key.split("/")[0] == name and r.get("curve")]
               for name in row_names(args)[1:]}
-    plot = plot_over_steps(curves, PANELS, out.with_suffix(".png"), window=5)
+    plot = plot_over_steps(curves, PANELS, out.with_name("curves.png"), window=5)
     print(table(runs, args))
     print(f"({seconds:.0f} s; {out}{f'; curves {plot}' if plot else ''})")
 

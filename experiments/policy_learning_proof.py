@@ -10,7 +10,8 @@ against its step-0 self by the toy oracle on the GRPO prompts and on held-out pr
 
 Reported per topology: judge calls per step, wall seconds per GRPO step, win rate against step 0 (T = 1 samples;
 0.5 = no change) and the share of answers stating the truth, before and after: mean ± sd over seeds. Every run is
-cached under --out (delete a folder to redo it); results go to `<out>/results.json` and a markdown table on stdout.
+cached under --out (delete a folder to redo it); results go to
+`<out>/<judge>/results.json` (`oracle` or `openrm-judge`) and a markdown table on stdout.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from experiments.cells import mean_sd, tournament_stats
 from plumbing import atomic
+from plumbing.records import RESULTS
 from toy.policy_stages import (
     PolicyQuickstartArguments,
     evaluate,
@@ -73,7 +75,7 @@ def main() -> None:
             table = evaluate(task, warm, run_dir, qs.eval_samples, seed)
             results.setdefault(topology, []).append({"seed": seed, **tournament_stats(run_dir), **table,
                                                      "wall_seconds": time.perf_counter() - started})
-    atomic.write_json(out / f"results-{tag}.json", results)
+    atomic.write_json(out / tag / RESULTS, results)
 
     def ms(values) -> str:
         return mean_sd(values, 3)

@@ -39,6 +39,7 @@ from eval.judge_table import coverage, earlier_rows, judge_row, longer, referenc
 from openrm.card import JudgeCard
 from openrm.models import resolve
 from plumbing import atomic
+from plumbing.records import STAGE
 from retrieval.wikipedia import packaged_index
 from toy.judge_stages import exported_grpo, gold_warm_up, judge_folder, judging_settings, wiki_pairs
 from toy.stages import built, on_gpu
@@ -187,7 +188,7 @@ def main() -> None:
                "settings": {k: settings[k] for k in ("topk", "max_information_tokens")}, "rows": {}}
     results["args"]["dataset"] = str(args.dataset or "")
     results["args"]["index"] = str(args.index or "")
-    results["warm-up"] = json.loads((sft_dir / "warmup.json").read_text())
+    results["warm-up"] = json.loads((sft_dir / STAGE).read_text())
     curve = sft_dir / "probe.jsonl"
     results["probe"] = [json.loads(line) for line in curve.read_text().splitlines()] if curve.exists() else []
     results["rows"] = earlier_rows(args.out / "results.json", results["warm-up"], args.rows)

@@ -13,7 +13,7 @@ Besides valid JSON and preference accuracy (an invalid rubric counts as a miss),
 the rubrics that were scored, and the share of valid rubrics naming the held-out query's own entity or another one
 (the toy scorer pays only for the query's).
 
-Every stage is cached under --out (toy.rubric_stages); the table goes to stdout and `<out>/proof.json`.
+Every stage is cached under --out (toy.rubric_stages); the table goes to stdout and `<out>/results.json`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from experiments.cells import mean_sd
 from plumbing import atomic
+from plumbing.records import RESULTS
 from toy.rubric_scorer import ToyScorer, scorer_app
 from toy.rubric_stages import RubricQuickstartArguments, run
 from toy.rubric_task import entity_naming, toy_entities
@@ -51,7 +52,7 @@ def eval_naming(eval_dir: Path, heldout: Path, entities: frozenset[str]) -> dict
     return entity_naming([(entity_of[row["id"]], text) for row in rows for text in row["rubrics"]], entities)
 
 
-ROWS = (  # (row name, stage of proof.json, method, evaluation folder of a generator)
+ROWS = (  # (row name, stage of results.json, method, evaluation folder of a generator)
     ("generator, step 0 (warm-up)", "before", "generated", "warm"),
     ("generator, after GRPO", "after", "generated", "grpo"),
     ("general rubric", "before", "general", None),
@@ -62,7 +63,7 @@ ROWS = (  # (row name, stage of proof.json, method, evaluation folder of a gener
 
 def summary(out: Path) -> dict:
     """One finished proof folder: its seed, the held-out metrics per row and the entity-naming shares."""
-    proof = json.loads((out / "proof.json").read_text())
+    proof = json.loads((out / RESULTS).read_text())
     entities = toy_entities(ToyWorld(proof["seed"]))
     naming = {stage: eval_naming(out / f"eval-{stage}", out / "data/heldout.jsonl", entities)
               for stage in ("warm", "grpo")}
@@ -97,9 +98,9 @@ def main_cli() -> None:
                         help="only print the table over these finished proof folders (one per seed)")
     args, rest = parser.parse_known_args()
     if args.table:
-        missing = [str(out) for out in args.table if not (out / "proof.json").exists()]
+        missing = [str(out) for out in args.table if not (out / RESULTS).exists()]
         if missing:
-            parser.error(f"no finished proof (proof.json) in {', '.join(missing)}")
+            parser.error(f"no finished proof ({RESULTS}) in {', '.join(missing)}")
         print_table([summary(out) for out in args.table])
         return
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -112,7 +113,7 @@ def main_cli() -> None:
     seconds = time.perf_counter() - started
     server.should_exit = True
     out = Path(args.out)
-    atomic.write_json(out / "proof.json", {**table, "seed": qs.seed, "seconds": seconds})
+    atomic.write_json(out / RESULTS, {**table, "seed": qs.seed, "seconds": seconds})
     print_table([summary(out)])
     print(f"\nwall time (all stages not cached before): {seconds:.0f} s")
 

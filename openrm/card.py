@@ -20,11 +20,12 @@ from openrm.context import POLICIES as CONTEXT_POLICIES
 from openrm.generation import SamplingParams
 from openrm.rollout import RolloutConfig
 from openrm.tools import TOPK
+from plumbing.records import run_record
 
 logger = logging.getLogger(__name__)
 
 CARD_NAME = "judge_card.json"
-RUN_CARD_NAME = "openrm_run.json"  # the same card, as training writes it beside the checkpoint
+RUN_CARD_NAME = run_record("openrm")  # the same card, as training writes it beside the checkpoint
 CARD_FORMAT = "openrm-judge/1"
 
 

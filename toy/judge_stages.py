@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 from plumbing import atomic
+from plumbing.records import STAGE
 from retrieval.build_index import build_index
 from retrieval.manifest import ManifestError, file_sha256
 from retrieval.retriever import load_index
@@ -53,7 +54,7 @@ def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: in
 
     if on_gpu():  # the CPU config pins use_cpu
         values = {**values, "use_cpu": False}
-    start = {"model": str(model), "warmup": json.loads((model / "warmup.json").read_text()),
+    start = {"model": str(model), "warmup": json.loads((model / STAGE).read_text()),
              "config": config_key(config), "values": values}
     return trained(out, start, steps, RUN_FILE, lambda resume: train_judge(*configs(
         config, model_name_or_path=model, dataset=data / "dataset", output_dir=out, max_steps=steps,
@@ -68,7 +69,7 @@ def wiki_pairs(data: Path, n_train: int, n_test: int, seed: int) -> Path:
 
     dataset = data / "dataset"
     built(data, {"n_train": n_train, "n_test": n_test, "seed": seed, "recipe": 2},
-          lambda: write_dataset(dataset, n_train, n_test, seed), "the Wikipedia pair dataset", marker="built.json")
+          lambda: write_dataset(dataset, n_train, n_test, seed), "the Wikipedia pair dataset")
     return dataset
 
 

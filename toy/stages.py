@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from plumbing.records import STAGE
+
 logger = logging.getLogger("toy.stages")
 
-ORIGIN = "quickstart_origin.json"  # what a training stage started from
 
 
 def as_json(value: Any) -> Any:
@@ -27,7 +28,7 @@ def as_json(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def built(out: Path, want: dict[str, Any], build: Callable[[], Any], what: str, marker: str = "warmup.json",
+def built(out: Path, want: dict[str, Any], build: Callable[[], Any], what: str, marker: str = STAGE,
           log: Callable[..., None] = logger.info) -> Path:
     """`build()` into `out` unless `out/<marker>` records the same `want`; the marker is written last, so a build
     cut short is redone."""
@@ -46,10 +47,10 @@ def trained(out: Path, origin: dict[str, Any], steps: int, run_file: str, train:
             what: str, log: Callable[..., None] = logger.info) -> Path:
     """A training stage of `steps` into `out`: `train(resume)` runs it, where `resume` is the newest checkpoint an
     interrupted run of the same `origin` left (None: start afresh). A folder made from another origin is
-    discarded; one whose run record (`run_file`) reached `steps` is reused."""
+    discarded; one whose run record (`run_file`) reached `steps` is reused. What it started from is its `stage.json`."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    marker, origin = out / ORIGIN, as_json(origin)
+    marker, origin = out / STAGE, as_json(origin)
     if out.is_dir() and (not marker.exists() or json.loads(marker.read_text()) != origin):
         log("discarding %s: it started from other inputs or settings", out)
         shutil.rmtree(out)

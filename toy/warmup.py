@@ -8,7 +8,7 @@ attribute) the two tools come equally often, in a seeded random order, so the ju
 (name the subject in the query, write the value the evidence gives, then its letter) but not which corpus a question
 needs, which is what GRPO's tool term is left to teach. The balance is exact per kind of fact: independent coins
 leave each kind a few points off a half (about 30 records per kind), which the warm-up learns and which then decides
-whether GRPO's small groups sample both tools. The folder is reused while its `warmup.json` matches.
+whether GRPO's small groups sample both tools. The folder is reused while its `stage.json` matches.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def run_sft(data: Path, base: str, out: Path, steps: int, batch: int, learning_r
 
 def warm_up(world: ToyWorld, base: str, out: Path, plan: WarmupPlan, note: Sequence[str] = ()) -> Path:
     """train/sft_warmup.py on `plan.steps` x `plan.batch` fresh gold records from `base` (a folder or a packaged
-    model's short name) into `out`, unless `out` already holds this run (its warmup.json). `note`: words for the
+    model's short name) into `out`, unless `out` already holds this run (its stage.json). `note`: words for the
     progress line."""
     from openrm.models import resolve
 

@@ -16,10 +16,11 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 
+from plumbing.records import run_record
 from train.runs import resume_point, write_run_record
 
 logger = logging.getLogger("openrm.dpo")
-RUN_FILE = "dpo_run.json"  # what this run trained on, beside the model
+RUN_FILE = run_record("dpo")  # what this run trained on, beside the model
 COLUMNS = ("prompt", "chosen", "rejected")
 
 

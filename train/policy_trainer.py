@@ -17,11 +17,12 @@ from openrm.judge_spec import JudgeSpec, judge_kinds
 from openrm.rubrics.scorer_spec import ScorerSpec, scorer_kinds
 from openrm.tournament import SHAPINGS, TOPOLOGIES
 from plumbing.arguments import Collect, parse_pairs
+from plumbing.records import run_record
 from retrieval.retriever import parse_locations
 from train.runs import resume_point, write_run_record
 
 logger = logging.getLogger("openrm.grpo_policy")
-RUN_FILE = "policy_run.json"  # what this run trained with, beside the model
+RUN_FILE = run_record("policy")  # what this run trained with, beside the model
 VERIFIERS = ("", "answer_match")
 REWARDS = ("tournament", "rubric", "tournament+rubric")
 

@@ -15,10 +15,11 @@ from pathlib import Path
 from openrm.rubrics.reward import HybridWeights
 from openrm.rubrics.scorer_spec import ScorerSpec, scorer_kinds
 from openrm.rubrics.triplets import TripletFields
+from plumbing.records import run_record
 from train.runs import resume_point, write_run_record
 
 logger = logging.getLogger("openrm.grpo_rubric_generator")
-RUN_FILE = "rubric_generator_run.json"
+RUN_FILE = run_record("rubric_generator")
 STYLES = ("full", "compact")
 
 

@@ -116,11 +116,11 @@ def test_stage_a_centres_each_tools_advantages_unless_told_not_to(tmp_path, monk
     monkeypatch.setattr(proof, "run_stage", lambda args, *rest: seen.append(args.tool_balance) or {})
     monkeypatch.setattr(proof, "plot_over_steps", lambda *a, **kw: None)
     written = []
-    monkeypatch.setattr(proof.atomic, "write_json", lambda path, *a, **kw: written.append(path.name))
-    for stage, flag, centred, name in (("a", [], True, "stage_a.json"), ("a", ["--tool-balance", "false"], False,
-                                        "stage_a_plain.json"), ("a", ["--tool-balance"], True, "stage_a.json"),
-                                       ("c", [], False, "stage_c.json"), ("c", ["--tool-balance", "true"], True,
-                                                                           "stage_c_toolbal.json")):
+    monkeypatch.setattr(proof.atomic, "write_json", lambda path, *a, **kw: written.append(path.parent.name))
+    for stage, flag, centred, name in (("a", [], True, "stage_a"), ("a", ["--tool-balance", "false"], False,
+                                        "stage_a_plain"), ("a", ["--tool-balance"], True, "stage_a"),
+                                       ("c", [], False, "stage_c"), ("c", ["--tool-balance", "true"], True,
+                                                                           "stage_c_toolbal")):
         monkeypatch.setattr(sys, "argv", ["learning_proof", "--stage", stage, "--out", str(tmp_path), "--bf16",
                                           "false", "--other-world", "-1", *flag])
         proof.main()

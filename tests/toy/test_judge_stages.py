@@ -65,13 +65,14 @@ def test_the_exported_grpo_stage_passes_the_values_of_its_cache_key(tmp_path, mo
 
 
 def test_a_stage_marker_compares_equal_to_the_values_it_was_written_from(tmp_path):
-    from toy.stages import ORIGIN, trained
+    from plumbing.records import STAGE
+    from toy.stages import trained
 
     runs = []
     origin = {"values": {"trajectory_log": tmp_path / "t.jsonl", "rival_kinds": ("hedge", "evasion")}}
     trained(tmp_path / "run", origin, 3, "run.json", lambda resume: runs.append(resume), "a stage")
     assert runs == [None]  # nothing to resume
-    assert json.loads((tmp_path / "run" / ORIGIN).read_text())["values"]["rival_kinds"] == ["hedge", "evasion"]
+    assert json.loads((tmp_path / "run" / STAGE).read_text())["values"]["rival_kinds"] == ["hedge", "evasion"]
     (tmp_path / "run" / "checkpoint-2").mkdir()
     trained(tmp_path / "run", origin, 3, "run.json", lambda resume: runs.append(resume), "a stage")
     assert runs == [None, str(tmp_path / "run" / "checkpoint-2")]  # the same origin (a tuple read back as a list)

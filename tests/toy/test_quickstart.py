@@ -10,6 +10,7 @@ import pytest
 
 from openrm import protocol
 from openrm.parsing import parse_response
+from plumbing.records import STAGE
 from toy.world import ToyWorld
 
 SMALL = ["--n_train", "40", "--n_test", "8", "--sft_steps", "2", "--sft_batch", "2", "--grpo_steps", "1",
@@ -31,7 +32,7 @@ def test_quickstart_runs_the_whole_slice_on_smollm2_and_reuses_stages(tmp_path):
     assert sum(r["id"].endswith("-hedge") for r in train) == 10  # a quarter against a hedge, by default
     assert {r["domain"] for r in train} == {"wiki", "science", "medical"}
     assert json.loads((tmp_path / "grpo" / "openrm_run.json").read_text())["global_step"] == 1
-    warm = json.loads((tmp_path / "judge-sft" / "warmup.json").read_text())
+    warm = json.loads((tmp_path / "judge-sft" / STAGE).read_text())
     assert warm["random_tool"] is False and warm["search_share"] == 0.3 and warm["steps"] == 2
     assert warm["hedge_share"] == 0.25 and warm["hedge_wordings"] == "wide"
     assert "smollm2-135m-instruct" in warm["base"]
@@ -160,7 +161,7 @@ def test_warm_up_is_reused_only_for_the_same_plan(tmp_path, monkeypatch):
     assert len((tmp_path / "sft" / "sft_records.jsonl").read_text().splitlines()) == 6
     toy_warmup.warm_up(world, base, tmp_path / "sft", toy_warmup.WarmupPlan(steps=3, batch=2))
     assert len(seen) == 2  # another plan: trained again
-    marker = (tmp_path / "sft" / "warmup.json").read_text()
+    marker = (tmp_path / "sft" / STAGE).read_text()
     assert "bf16" not in marker  # a float32 warm-up keeps the marker it had before the setting existed
     toy_warmup.warm_up(world, base, tmp_path / "sft", toy_warmup.WarmupPlan(steps=3, batch=2, bf16=True))
     assert len(seen) == 3 and seen[-1][0].bf16 is True and seen[-1][1].dtype == "float32"  # autocast, float32 weights
@@ -238,7 +239,7 @@ def test_on_a_gpu_the_quickstart_grpo_overrides_the_cpu_config(tmp_path, monkeyp
 
     model = tmp_path / "warm"
     model.mkdir()
-    (model / "warmup.json").write_text("{}")
+    (model / STAGE).write_text("{}")
     seen = {}
     monkeypatch.setattr(judge_stages, "trained", lambda out, start, *a, **kw: seen.update(start) or out)
     for gpu in (False, True):
