@@ -117,3 +117,24 @@ def table(results: Mapping[str, Any]) -> str:
               + ", ".join(f"{k} {v:.2f}" for k, v in cov["by_kind"].items()) + "; by length "
               + ", ".join(f"{k} {v:.2f}" for k, v in cov["by_length"].items()) + "."]
     return "\n".join(lines) + "\n"
+
+
+def probe_curve(results: Mapping[str, Any]) -> str:
+    """Markdown of the warm-up's learning curve (`results["probe"]`, train/verdict_probe.py): a line per probe with
+    the step, the training loss, both-order accuracy, the same-letter rate, single-order accuracy and the both-order
+    accuracy per kind and per length of the probed test pairs."""
+    probes = results.get("probe") or []
+    if not probes:
+        return "No probe was recorded (--probe-every 0).\n"
+    kinds = sorted({k for p in probes for k in p.get("by_kind", {})})
+    lengths = [x for x in LENGTHS if any(x in p.get("by_length", {}) for p in probes)]
+    head = ["step", "loss", f"both orders ({probes[-1]['pairs']} pairs)", "same letter", "single order", *kinds,
+            *lengths]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in probes:
+        cells = [str(p["step"]), "-" if p.get("loss") is None else f"{p['loss']:.3f}", f"{p['both_orders']:.2f}",
+                 f"{p['same_letter']:.2f}", f"{p['single_order']:.2f}"]
+        cells += [f"{p['by_kind'][k]:.2f}" if k in p.get("by_kind", {}) else "-" for k in kinds]
+        cells += [f"{p['by_length'][x]:.2f}" if x in p.get("by_length", {}) else "-" for x in lengths]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

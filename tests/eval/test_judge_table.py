@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from eval.judge_table import coverage, earlier_rows, longer, reference_row, table
+from eval.judge_table import coverage, earlier_rows, longer, probe_curve, reference_row, table
 
 
 def pair(i: int, label: str, a: str, b: str, kind: str, length: str) -> dict:
@@ -60,3 +60,16 @@ def test_the_table_shows_a_judge_row_then_the_rules_with_dashes_where_a_rule_has
     assert lines[3].endswith("| 0.50 | 0.00 | 1.00 | 0.00 | 0.00 | - | 0.33 | - | - | - |")
     assert lines[-1].startswith("Evidence coverage (the search shows words that separate the answers): 0.67 of 3 "
                                 "test pairs; by kind numbers 0.50, swap 1.00; by length lead 0.00,")
+
+
+def test_the_probe_curve_has_a_line_per_probe_with_kinds_and_lengths_in_order():
+    probes = [{"step": 40, "loss": 0.71234, "pairs": 2, "both_orders": 0.0, "same_letter": 1.0, "single_order": 0.5,
+               "by_kind": {"swap": 0.0, "date": 0.0}, "by_length": {"short": 0.0, "sentence": 0.0}},
+              {"step": 80, "loss": None, "pairs": 2, "both_orders": 0.5, "same_letter": 0.5, "single_order": 0.75,
+               "by_kind": {"swap": 1.0}, "by_length": {"sentence": 1.0}}]
+    lines = probe_curve({"probe": probes}).splitlines()
+    assert lines[0] == ("| step | loss | both orders (2 pairs) | same letter | single order | date | swap | sentence "
+                        "| short |")
+    assert lines[2] == "| 40 | 0.712 | 0.00 | 1.00 | 0.50 | 0.00 | 0.00 | 0.00 | 0.00 |"
+    assert lines[3] == "| 80 | - | 0.50 | 0.50 | 0.75 | - | 1.00 | 1.00 | - |"
+    assert probe_curve({"probe": []}).startswith("No probe")
