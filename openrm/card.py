@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,20 @@ class JudgeCard(RunSettings):
         if unknown:
             logger.warning("%s: ignoring unknown card fields %s", path, unknown)
         return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def for_judging(cls, folder: str | os.PathLike, options: Mapping[str, Any]) -> tuple[JudgeCard, int]:
+        """The card a judge over `folder` runs with, per-call `options` (run settings) over it, and the batch size
+        (`options["batch_size"]`, default 64). The card: an exported judge's `judge_card.json`, else a training run's
+        `openrm_run.json` (a GRPO output folder is judged as it was trained), else the defaults (a bare
+        checkpoint)."""
+        options = dict(options)
+        batch_size = int(options.pop("batch_size", 64))
+        unknown = sorted(set(options) - set(RunSettings.names()))
+        if unknown:
+            raise TypeError(f"unknown judge options {unknown}; accepted: {sorted(RunSettings.names())} and batch_size")
+        card = cls.read(folder) or cls.read(folder, RUN_CARD_NAME) or cls()
+        return dataclasses.replace(card, **options), batch_size
 
     def write(self, folder: str | os.PathLike, name: str = CARD_NAME) -> Path:
         path = Path(folder) / name

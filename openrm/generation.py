@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -283,6 +284,7 @@ class VLLMGenerator:
 
     def __init__(self, llm):
         self.llm = llm
+        self.max_model_len = llm.llm_engine.model_config.max_model_len  # the engine's own context limit
 
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[Generation]:
         from vllm import SamplingParams as VSamplingParams
@@ -411,3 +413,27 @@ def _token_id(token: str) -> int:
     if prefix != "token_id":
         raise ValueError(f"token {token!r} is not 'token_id:<id>'")
     return int(number)
+
+
+BACKENDS = ("transformers", "vllm", "server")
+
+
+def open_generator(folder: str | os.PathLike, tokenizer: Any, backend: str = "transformers", device: str = "cpu",
+                   dtype: Any = None, server: str = "", served_model: str = "", api_key: str | None = None,
+                   concurrency: int = 8, batch_size: int = 64, llm_kwargs: Mapping[str, Any] | None = None):
+    """The generator of a judge over `folder`: `transformers` in process on `device` (`dtype` None keeps the
+    checkpoint's), an in-process `vllm` engine (UNTESTED here: vLLM needs a GPU machine), or an OpenAI-compatible
+    `server` URL serving `served_model` (`concurrency` requests of `batch_size` prompts in flight)."""
+    if backend == "server":
+        return OpenAIGenerator(server, served_model, api_key=api_key, batch_size=batch_size, concurrency=concurrency)
+    if backend == "vllm":
+        from vllm import LLM
+
+        return VLLMGenerator(LLM(model=str(folder), logprobs_mode="processed_logprobs", **(llm_kwargs or {})))
+    if backend != "transformers":
+        raise ValueError(f"judge backend must be one of {BACKENDS}, got {backend!r}")
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype or "auto").to(device)
+    model.eval()
+    return HFGenerator(model, tokenizer)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from openrm import protocol
-from openrm.card import RUN_CARD_NAME, JudgeCard, RunSettings
+from openrm.card import JudgeCard
 from openrm.context import POLICIES, ContextFit, fit_pair
 from openrm.generation import Generator, SamplingParams
 from openrm.parsing import parse_response
@@ -262,25 +262,42 @@ class Judge:
         self.close()
 
     @classmethod
+    def open(cls, folder: str | os.PathLike, card: JudgeCard, batch_size: int = 64,
+             retrievers: Mapping[str, Any] | None = None, backend: str = "transformers", **generator: Any) -> Judge:
+        """The judge over a resolved model `folder` with its `card` (`JudgeCard.for_judging`): the tokenizer and the
+        context limit, the generator (`openrm.generation.open_generator`: `backend` and its `generator` settings),
+        then the tools over `retrievers` (corpus → index folder, `http(s)://` server URL or an open `Retriever`;
+        None judges without tools)."""
+        from transformers import AutoTokenizer
+
+        from openrm.generation import open_generator
+
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        context = card.max_context_tokens if backend == "vllm" else _context_length(folder, tokenizer, card)
+        made = open_generator(folder, tokenizer, backend, batch_size=batch_size, **generator)
+        if context is None and backend == "vllm":
+            context = made.max_model_len
+        specs = card.tool_specs()
+        toolbox = None
+        if retrievers:
+            toolbox = ToolBox.from_locations(retrievers, specs, card.topk)
+        elif specs:
+            logger.info("no retrievers given: judging without tools (the no-tool prompt)")
+        return cls(made, tokenizer, toolbox, card.rollout_config(), batch_size=batch_size,
+                   prompt_style=card.prompt_style, max_context_tokens=context, context_policy=card.context_policy,
+                   allow_tie=card.allow_tie, show_reference=card.show_reference)
+
+    @classmethod
     def from_pretrained(cls, path: str | os.PathLike, retrievers: Mapping[str, Any] | None = None,
                         device: str = "cpu", dtype: Any = None, **options: Any) -> Judge:
-        """A local HF checkpoint (an exported judge folder) on `device`, generating with transformers.
-
-        `retrievers`: corpus → index folder, `http(s)://` server URL or an open `Retriever`; None judges without
-        tools. `options`: any run setting of `JudgeCard` (overrides the folder's `judge_card.json`) and
+        """A local HF checkpoint (an exported judge folder, or a packaged model's short name) on `device`, generating
+        with transformers. `options`: any run setting of `JudgeCard` (overrides the folder's card) and
         `batch_size`. `dtype` None keeps the checkpoint's dtype."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from openrm.generation import HFGenerator
         from openrm.models import resolve
 
-        path = resolve(str(path))  # a packaged model's short name works too
-        card, batch_size = _settings(path, options)
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or "auto").to(device)
-        model.eval()
-        context = _context_length(path, tokenizer, card, model.config)
-        return cls._assemble(HFGenerator(model, tokenizer), tokenizer, card, retrievers, batch_size, context)
+        folder = resolve(str(path))
+        card, batch_size = JudgeCard.for_judging(folder, options)
+        return cls.open(folder, card, batch_size, retrievers, device=device, dtype=dtype)
 
     @classmethod
     def from_server(cls, base_url: str, model: str, tokenizer_path: str | os.PathLike,
@@ -289,48 +306,23 @@ class Judge:
         """A judge served by vLLM's OpenAI-compatible API (`base_url` like `http://host:8000/v1`). Token ids are
         exchanged, so the tokenizer is read locally from `tokenizer_path` (the exported folder; its card applies).
         `concurrency`: requests of `batch_size` prompts in flight at once."""
-        from transformers import AutoTokenizer
-
-        from openrm.generation import OpenAIGenerator
         from openrm.models import resolve
 
-        tokenizer_path = resolve(str(tokenizer_path))
-        card, batch_size = _settings(tokenizer_path, options)
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
-        generator = OpenAIGenerator(base_url, model, api_key=api_key, batch_size=batch_size, concurrency=concurrency)
-        context = _context_length(tokenizer_path, tokenizer, card)
-        return cls._assemble(generator, tokenizer, card, retrievers, batch_size, context)
+        folder = resolve(str(tokenizer_path))
+        card, batch_size = JudgeCard.for_judging(folder, options)
+        return cls.open(folder, card, batch_size, retrievers, "server", server=base_url, served_model=model,
+                        api_key=api_key, concurrency=concurrency)
 
     @classmethod
     def from_vllm(cls, path: str | os.PathLike, retrievers: Mapping[str, Any] | None = None,
                   llm_kwargs: Mapping[str, Any] | None = None, **options: Any) -> Judge:
         """An in-process `vllm.LLM` over the exported folder. UNTESTED here (vLLM needs a GPU machine)."""
-        from transformers import AutoTokenizer
-        from vllm import LLM
-
-        from openrm.generation import VLLMGenerator
         from openrm.models import resolve
 
-        path = resolve(str(path))
+        folder = resolve(str(path))
         options.setdefault("batch_size", 1024)  # vLLM schedules its own batches; give it many rows at once
-        card, batch_size = _settings(path, options)
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        llm = LLM(model=str(path), logprobs_mode="processed_logprobs", **(llm_kwargs or {}))
-        context = card.max_context_tokens or llm.llm_engine.model_config.max_model_len  # the engine's own limit
-        return cls._assemble(VLLMGenerator(llm), tokenizer, card, retrievers, batch_size, context)
-
-    @classmethod
-    def _assemble(cls, generator: Generator, tokenizer: Any, card: JudgeCard,
-                  retrievers: Mapping[str, Any] | None, batch_size: int, context: int | None) -> Judge:
-        specs = card.tool_specs()
-        toolbox = None
-        if retrievers:
-            toolbox = ToolBox.from_locations(retrievers, specs, card.topk)
-        elif specs:
-            logger.info("no retrievers given: judging without tools (the no-tool prompt)")
-        return cls(generator, tokenizer, toolbox, card.rollout_config(), batch_size=batch_size,
-                   prompt_style=card.prompt_style, max_context_tokens=context, context_policy=card.context_policy,
-                   allow_tie=card.allow_tie, show_reference=card.show_reference)
+        card, batch_size = JudgeCard.for_judging(folder, options)
+        return cls.open(folder, card, batch_size, retrievers, "vllm", llm_kwargs=llm_kwargs)
 
 
 # transformers' stand-in for "no limit" in model_max_length is 1e30; no real model has a context near this
@@ -357,16 +349,3 @@ def _context_length(path: str | os.PathLike, tokenizer: Any, card: JudgeCard, co
                        "max_context_tokens)", path)
         return None
     return int(found)
-
-
-def _settings(path: str | os.PathLike, options: Mapping[str, Any]) -> tuple[JudgeCard, int]:
-    """The folder's card with per-call overrides applied, and the batch size. The card: an exported judge's
-    `judge_card.json`, else a training run's `openrm_run.json` (a GRPO output folder is judged as it was trained),
-    else the defaults (a bare checkpoint)."""
-    options = dict(options)
-    batch_size = int(options.pop("batch_size", 64))
-    unknown = sorted(set(options) - set(RunSettings.names()))
-    if unknown:
-        raise TypeError(f"unknown judge options {unknown}; accepted: {sorted(RunSettings.names())} and batch_size")
-    card = JudgeCard.read(path) or JudgeCard.read(path, RUN_CARD_NAME) or JudgeCard()
-    return dataclasses.replace(card, **options), batch_size

@@ -187,8 +187,9 @@ class JudgeSpec:
     def open_judge(self, search: bool = True) -> Any:
         """The model judge (`openrm.judge.Judge`), searching `--retrievers` unless `search` is False or there are
         none. The one place a judge named on a command line becomes a model."""
+        from openrm.card import JudgeCard
         from openrm.judge import Judge
-        from openrm.models import PACKAGED
+        from openrm.models import PACKAGED, resolve
 
         if not self.model_judge:
             raise ValueError(f"--judge {self.judge or '(none given)'} is not a model judge")
@@ -198,14 +199,16 @@ class JudgeSpec:
                              f"(installed: {plugins.names(plugins.MATCH_JUDGES) or 'none'})")
         retrievers = self.locations if search and self.mode == "tools" else None
         options = self.run_options()
-        if self.judge_server:
-            judge = Judge.from_server(self.judge_server, self.judge_model, self.judge, retrievers,
-                                      concurrency=self.judge_concurrency, **options)
-        elif self.judge_backend == "vllm":
-            judge = Judge.from_vllm(self.judge, retrievers, **options)
-        else:
-            judge = Judge.from_pretrained(self.judge, retrievers, device=self.judge_device, **options)
-        logger.info("judge %s (%s)", self.judge_id(), f"tools over {sorted(retrievers)}" if retrievers else "no tools")
+        backend = "server" if self.judge_server else self.judge_backend
+        opened = f"judge {self.judge_id()} ({f'tools over {sorted(retrievers)}' if retrievers else 'no tools'})"
+        generator = ({"server": self.judge_server, "served_model": self.judge_model,
+                      "concurrency": self.judge_concurrency} if backend == "server"
+                     else {"device": self.judge_device} if backend == "transformers" else {})
+        # one pass from the flag to the model: the folder, its card, then the judge over them
+        folder = resolve(self.judge)
+        card, batch_size = JudgeCard.for_judging(folder, options)
+        judge = Judge.open(folder, card, batch_size, retrievers, backend, **generator)
+        logger.info(opened)
         return judge
 
     def open_match(self, rows: Sequence[Mapping[str, Any]] = (), orders: int = 2) -> tuple[Any, Any]:

@@ -62,23 +62,38 @@ def test_a_folder_opens_in_process_with_its_run_settings(tiny_dir):
         JudgeSpec(judge=str(tiny_dir / "missing"), no_tools=True).open_judge()
 
 
-def test_served_and_vllm_judges_go_through_their_constructors(monkeypatch, tiny_dir):
+def test_every_backend_opens_through_one_constructor_with_the_folder_and_its_card(monkeypatch, tiny_dir):
+    from openrm.card import JudgeCard
     from openrm.judge import Judge
 
     calls = []
-    for name in ("from_server", "from_vllm", "from_pretrained"):
-        monkeypatch.setattr(Judge, name, classmethod(
-            lambda cls, *a, _name=name, **kw: calls.append((_name, a, kw)) or "judge"))
+    monkeypatch.setattr(Judge, "open", classmethod(lambda cls, *a, **kw: calls.append((a, kw)) or "judge"))
     where = ["wiki=idx/wiki"]
     JudgeSpec(judge=str(tiny_dir), retrievers=where, judge_server="http://h:1/v1", judge_model="m",
-              judge_concurrency=5).open_judge()
+              judge_concurrency=5, judge_options={"topk": 2}).open_judge()
     JudgeSpec(judge=str(tiny_dir), retrievers=where, judge_backend="vllm", judge_batch_size=256).open_judge()
     JudgeSpec(judge=str(tiny_dir), retrievers=where, judge_device="meta").open_judge(search=False)
-    (server, a1, k1), (vllm, a2, k2), (local, a3, k3) = calls
-    assert (server, a1, k1["concurrency"]) == ("from_server", ("http://h:1/v1", "m", str(tiny_dir),
-                                                               {"wiki": "idx/wiki"}), 5)
-    assert (vllm, a2, k2["batch_size"]) == ("from_vllm", (str(tiny_dir), {"wiki": "idx/wiki"}), 256)
-    assert (local, a3, k3["device"]) == ("from_pretrained", (str(tiny_dir), None), "meta")  # search=False: no tools
+    (server, k1), (vllm, k2), (local, k3) = calls
+    folder = str(tiny_dir)
+    assert (str(server[0]), server[2:], k1) == (folder, (32, {"wiki": "idx/wiki"}, "server"), {
+        "server": "http://h:1/v1", "served_model": "m", "concurrency": 5})
+    assert isinstance(server[1], JudgeCard) and server[1].topk == 2  # the run setting over the folder's card
+    assert (str(vllm[0]), vllm[2:], k2) == (folder, (256, {"wiki": "idx/wiki"}, "vllm"), {})
+    assert (str(local[0]), local[2:], k3) == (folder, (32, None, "transformers"), {"device": "meta"})  # no tools
+
+
+def test_the_library_constructors_take_the_same_path(monkeypatch, tiny_dir):
+    from openrm.judge import Judge
+
+    calls = []
+    monkeypatch.setattr(Judge, "open", classmethod(lambda cls, *a, **kw: calls.append((a, kw)) or "judge"))
+    Judge.from_server("http://h:1/v1", "m", tiny_dir, concurrency=3, batch_size=4)
+    Judge.from_vllm(tiny_dir)
+    Judge.from_pretrained(tiny_dir, device="meta", dtype="float32", topk=1)
+    (server, k1), (vllm, _), (local, k3) = calls
+    assert server[2:] == (4, None, "server") and k1["concurrency"] == 3 and k1["served_model"] == "m"
+    assert vllm[2:4] == (1024, None)  # vLLM schedules its own batches
+    assert local[1].topk == 1 and k3 == {"device": "meta", "dtype": "float32"}
 
 
 def test_plugin_kinds_none_and_the_group_judge():

@@ -349,26 +349,30 @@ def test_a_search_agents_arguments_are_checked():
     assert [t.name for t in args.agent_tools] == ["WIKI"] and args.agent_locations == {"wiki": "w", "arxiv": "a"}
 
 
-def test_a_packaged_model_name_is_a_match_judge(monkeypatch):
-    """`--judge smollm2-135m-instruct` (the zero-shot judge) goes to `Judge.from_pretrained`, which prepares the
-    packaged folder, as in every other command; `--judge_options` and the budget flags reach it too."""
+def test_a_packaged_model_name_is_a_match_judge(monkeypatch, tmp_path):
+    """`--judge smollm2-135m-instruct` (the zero-shot judge) is resolved to the packaged folder, as in every other
+    command, and opened there; `--judge_options` and the budget flags reach its card."""
     from openrm import judge as judge_module
+    from openrm import models
     from train.policy_trainer import PolicyArguments
 
-    seen = []
+    seen, resolved = [], []
 
     class Loaded:
         def close(self):
             pass
 
-    monkeypatch.setattr(judge_module.Judge, "from_pretrained", classmethod(
-        lambda cls, path, retrievers=None, **kw: seen.append((path, retrievers, kw)) or Loaded()))
+    monkeypatch.setattr(models, "resolve", lambda name: resolved.append(name) or tmp_path)
+    monkeypatch.setattr(judge_module.Judge, "open", classmethod(
+        lambda cls, folder, card, batch_size, retrievers=None, *a, **kw: seen.append(
+            (folder, card, batch_size, retrievers)) or Loaded()))
     args = PolicyArguments(dataset="x", judge="smollm2-135m-instruct", topology="round_robin",
                            retrievers=["wiki=idx/wiki"], judge_max_new_tokens=40, judge_options='{"max_turns": 3}')
     pairwise, _ = args.open_match([], orders=1)
-    (path, retrievers, kw), = seen
-    assert path == "smollm2-135m-instruct" and retrievers == {"wiki": "idx/wiki"} and pairwise.orders == 1
-    assert (kw["max_new_tokens"], kw["max_turns"], kw["batch_size"]) == (40, 3, 32)
+    (folder, card, batch_size, retrievers), = seen
+    assert resolved == ["smollm2-135m-instruct"] and folder == tmp_path
+    assert retrievers == {"wiki": "idx/wiki"} and pairwise.orders == 1
+    assert (card.max_new_tokens, card.max_turns, batch_size) == (40, 3, 32)
     with pytest.raises(ValueError, match="judge_options must be a JSON object"):
         PolicyArguments(dataset="x", judge="runs/judge", no_tools=True, judge_options="{max_turns")
     with pytest.raises(ValueError, match=r"unknown --judge_options \['max_new_token'\]"):
