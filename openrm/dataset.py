@@ -8,6 +8,7 @@ into GRPO prompts (chat messages) with the columns the reward reads (`label`, `g
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -132,3 +133,11 @@ def in_both_orders(ds, seed: int):
     from datasets import Dataset
 
     return Dataset.from_list(in_both_orders_rows([ds[i] for i in range(len(ds))], seed))
+
+
+def question_of(prompt: Any) -> str:
+    """The question text of a TRL prompt: a string, or the last user message of a chat."""
+    if isinstance(prompt, str):
+        return prompt
+    users = [m.get("content") or "" for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
+    return str(users[-1]) if users else json.dumps(prompt, sort_keys=True, default=str)

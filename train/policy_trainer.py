@@ -162,9 +162,9 @@ def with_rubrics(train_dataset, script_args: PolicyArguments, output_dir: str):
     parse becomes the general rubric (logged); the TournamentReward shows the column to a rubric group judge."""
     from accelerate import PartialState
 
+    from openrm.dataset import question_of
     from openrm.rubrics.generator import open_generator
     from openrm.rubrics.policy_reward import RubricBook, add_rubric_column
-    from openrm.tournament.trl_reward import question_of
 
     target = script_args.rubric_generator
     served = target.startswith(("http://", "https://"))

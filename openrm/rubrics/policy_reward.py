@@ -113,7 +113,7 @@ class RubricScoreReward:
         self.scoring = scoring
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
-        from openrm.tournament.trl_reward import question_of
+        from openrm.dataset import question_of
 
         queries = kwargs.get(self.query_field) or [question_of(p) for p in prompts]
         given = kwargs.get("rubric") or [None] * len(queries)

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from openrm.dataset import question_of
 from openrm.reward import completion_text
 from openrm.tournament.arena import Arena, Group, Topology
 from openrm.tournament.collective import AccelerateCollective, Collective
@@ -70,14 +71,6 @@ class _Outcome:
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def question_of(prompt: Any) -> str:
-    """The question text of a TRL prompt: a string, or the last user message of a chat."""
-    if isinstance(prompt, str):
-        return prompt
-    users = [m.get("content") or "" for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
-    return str(users[-1]) if users else json.dumps(prompt, sort_keys=True, default=str)
 
 
 class TournamentReward:
