@@ -329,18 +329,17 @@ class Judge:
 _NO_LIMIT = 10 ** 9
 
 
-def _context_length(path: str | os.PathLike, tokenizer: Any, card: JudgeCard, config: Any = None) -> int | None:
+def _context_length(path: str | os.PathLike, tokenizer: Any, card: JudgeCard) -> int | None:
     """The judge's context in tokens: the card's `max_context_tokens` (a server may serve less than the model
     holds), else the model config's `max_position_embeddings`, else the tokenizer's `model_max_length`."""
     if card.max_context_tokens is not None:
         return card.max_context_tokens
-    if config is None:
-        from transformers import AutoConfig
+    from transformers import AutoConfig
 
-        try:
-            config = AutoConfig.from_pretrained(path)
-        except (OSError, ValueError):  # a tokenizer-only folder: fall back to the tokenizer
-            config = None
+    try:
+        config = AutoConfig.from_pretrained(path)
+    except (OSError, ValueError):  # a tokenizer-only folder: fall back to the tokenizer
+        config = None
     found = getattr(config, "max_position_embeddings", None)
     if not found:
         found = getattr(tokenizer, "model_max_length", None)
