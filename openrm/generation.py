@@ -177,7 +177,7 @@ class HFGenerator:
         modes = [(m, m.training) for m in self.model.modules()]
         self.model.eval()
         try:
-            with torch.inference_mode(), _seeded(params.seed, device):
+            with torch.inference_mode(), _seeded(params.seed, device), grouped_decoding(self.model, device):
                 yield device
         finally:
             for module, training in modes:
@@ -261,6 +261,46 @@ def first_stop(ids: Sequence[int], stop: Sequence[str], decode) -> tuple[int, st
     text = decode(ids[:lo + 1])
     found = [(text.find(s) + len(s), -len(s), s) for s in stop if s in text]
     return lo, min(found)[2]
+
+
+GROUPED_SDPA = "openrm_grouped_sdpa"
+
+
+@contextlib.contextmanager
+def grouped_decoding(model, device):
+    """On the CPU, a model on transformers' `sdpa` attention decodes with `GROUPED_SDPA` while the block runs: a
+    one-token query reads grouped-query keys/values in place (`enable_gqa`) where `sdpa` copies them once per query
+    head whenever there is a padding mask (every multi-turn batch has one): about 40 ms of a 0.35 s decoding step of
+    SmolLM2 at 32 rows. Other queries, devices and attention implementations are left as they are."""
+    config = model.config
+    if device.type != "cpu" or getattr(config, "_attn_implementation", None) != "sdpa":
+        yield
+        return
+    _register_grouped_sdpa()
+    config._attn_implementation = GROUPED_SDPA
+    try:
+        yield
+    finally:
+        config._attn_implementation = "sdpa"
+
+
+def _register_grouped_sdpa() -> None:
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    def grouped_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+        if query.shape[2] != 1 or attention_mask is None or key.shape[1] == query.shape[1]:
+            return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                          scaling=scaling, **kwargs)
+        import torch
+
+        out = torch.nn.functional.scaled_dot_product_attention(  # [B, H, 1, D]
+            query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, enable_gqa=True)
+        return out.transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register(GROUPED_SDPA, grouped_sdpa)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(GROUPED_SDPA, sdpa_mask)
 
 
 @contextlib.contextmanager

@@ -11,6 +11,11 @@ a row leaves the decoding batch as soon as it stops. Opened by `open_session(gen
 Layout of one turn's batch: cached tokens right-aligned in columns [0, W), the pending tokens right-aligned in
 [W, W + L), the sampled tokens after them. Gaps are masked out of attention and `position_ids` count only a row's
 real tokens, so each row sees exactly its own sequence (up to float rounding of differently shaped matmuls).
+
+Work the rows have in common is done once. Before a chunk's first turn, the tokens every fresh row begins with (a
+judge's system prompt: 64 of a toy prompt's ~108 tokens) are read in one batch-1 pass, and every row starts from
+those keys/values. Rows whose whole context is the same (GRPO's completions of one prompt) are prefilled once and
+copied in the cache before they decode.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ if TYPE_CHECKING:
     import torch
 
 logger = logging.getLogger(__name__)
+
+MIN_SHARED = 8  # a common beginning shorter than this is prefilled with the rest of each row
 
 
 class _Row:
@@ -101,18 +108,25 @@ class KVSession:
         import torch
 
         gen, model = self.generator, self.generator.model
-        width, span = max(s.cached for s in states), max(len(s.pending) for s in states)
-        mask = torch.zeros(len(states), width + span, dtype=torch.long)  # [B, W + L]; 1 = a real token
-        input_ids = torch.full((len(states), span), gen.pad_id, dtype=torch.long)  # [B, L]
-        for b, s in enumerate(states):
+        self._share_prefix(states, device)
+        unique, copies = _distinct(states)  # prefill each distinct row once; copies[b]: batch row b's distinct row
+        first = [states[u] for u in unique]
+        width, span = max(s.cached for s in first), max(len(s.pending) for s in first)
+        mask = torch.zeros(len(first), width + span, dtype=torch.long)  # [U, W + L]; 1 = a real token
+        input_ids = torch.full((len(first), span), gen.pad_id, dtype=torch.long)  # [U, L]
+        for b, s in enumerate(first):
             mask[b, width - s.cached:width] = 1
             mask[b, width + span - len(s.pending):] = 1
             input_ids[b, span - len(s.pending):] = torch.tensor(s.pending)
-        cache = self._batched_cache(states, width, device)
+        cache = self._batched_cache(first, width, device)
         mask = mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, width:]  # [B, L]; a row's own token count
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, width:]  # [U, L]; a row's own token count
         logits = model(input_ids=input_ids.to(device), attention_mask=mask, position_ids=positions,
-                       past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1]  # [B, V]
+                       past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1]  # [U, V]
+        if len(unique) < len(states):
+            index = torch.tensor(copies, device=device)  # [B]
+            cache.batch_select_indices(index)
+            mask, logits = mask[index], logits[index]  # [B, W + L], [B, V]
 
         live = list(range(len(states)))  # chunk index of each batch row still decoding
         ids: list[list[int]] = [[] for _ in states]
@@ -145,6 +159,29 @@ class KVSession:
             mask = torch.cat([mask, mask.new_ones(len(live), 1)], dim=1)
             logits = model(input_ids=token[:, None], attention_mask=mask, position_ids=mask.sum(-1, keepdim=True) - 1,
                            past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
+
+    def _share_prefix(self, states: list[_Row], device) -> None:
+        """When every row of the chunk is fresh (nothing cached), read the tokens they all begin with once, in a
+        batch-1 pass, and make those keys/values every row's cache (one tensor per layer, shared until the row's
+        first turn stores its own). Each row keeps at least one pending token."""
+        if len(states) < 2 or any(s.cached for s in states):
+            return
+        first = states[0].pending
+        shared = min(len(s.pending) for s in states) - 1
+        for s in states[1:]:
+            shared = next((i for i in range(shared) if s.pending[i] != first[i]), shared)
+        if shared < MIN_SHARED:
+            return
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.generator.model.config)
+        self.generator.model(input_ids=torch.tensor([first[:shared]], device=device), past_key_values=cache,
+                             use_cache=True, logits_to_keep=1)
+        keys = [layer.keys[0] for layer in cache.layers]  # [H_kv, shared, D] each
+        values = [layer.values[0] for layer in cache.layers]
+        for s in states:
+            s.keys, s.values, s.pending = keys, values, s.pending[shared:]
 
     def _batched_cache(self, states: list[_Row], width: int, device):
         """A `DynamicCache` holding every row's keys/values right-aligned in `width` columns (None when empty)."""
@@ -186,6 +223,21 @@ class KVSession:
         for layer in cache.layers:
             layer.keys, layer.values = layer.keys[:, :, used], layer.values[:, :, used]
         return mask[:, used]
+
+
+def _distinct(states: list[_Row]) -> tuple[list[int], list[int]]:
+    """(the index of each distinct row's first occurrence, each row's position among them). Two rows are the same
+    when their pending tokens are equal and their caches are the same tensors (or both empty)."""
+    unique: list[int] = []
+    copies: list[int] = []
+    seen: dict[tuple, int] = {}
+    for b, s in enumerate(states):
+        key = (id(s.keys[0]) if s.keys else None, tuple(s.pending))
+        if key not in seen:
+            seen[key] = len(unique)
+            unique.append(b)
+        copies.append(seen[key])
+    return unique, copies
 
 
 def _pick(logits, params: SamplingParams):

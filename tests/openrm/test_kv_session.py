@@ -14,9 +14,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from openrm import protocol
+from openrm import kv_session, protocol
 from openrm import rollout as rollout_module
-from openrm.generation import HFGenerator, ResendSession, SamplingParams
+from openrm.generation import GROUPED_SDPA, HFGenerator, ResendSession, SamplingParams, grouped_decoding
 from openrm.kv_session import KVSession, open_session
 from openrm.rollout import RolloutConfig, prompt_token_ids, rollout
 from toy.world import ToyWorld
@@ -166,3 +166,81 @@ def test_train_mode_is_restored(model, tokenizer, prompts):
         assert all(m.training for m in model.modules())
     finally:
         model.eval()
+
+
+def _forward_shapes(model, monkeypatch) -> list[tuple[int, int]]:
+    """Records the `input_ids` shape of every forward pass of `model`."""
+    shapes: list[tuple[int, int]] = []
+    forward = model.forward
+
+    def recording(*args, **kwargs):
+        shapes.append(tuple(kwargs["input_ids"].shape))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", recording)
+    return shapes
+
+
+def test_the_common_beginning_is_read_once_and_identical_rows_are_prefilled_once(model, tokenizer, prompts,
+                                                                                   monkeypatch):
+    """A GRPO batch holds each prompt several times, and every judge prompt starts with the same system prompt:
+    the session reads that beginning in one batch-1 pass and prefills each distinct row once, and the turns are
+    still exactly what re-sending whole contexts gives."""
+    rows = [prompts[0], prompts[2], prompts[0], prompts[3], prompts[0]]
+    common = next(i for i, t in enumerate(zip(*rows, strict=False)) if len(set(t)) > 1)
+    assert common >= kv_session.MIN_SHARED
+    extra = {i: tokenizer.encode(f" [{i}] evidence") for i in range(len(rows))}
+    turns = [[0, 1, 2, 3, 4], [0, 1, 2, 3, 4]]
+    params = SamplingParams(max_new_tokens=7, temperature=0)
+    expected = _play(open_session(HFGenerator(model, tokenizer, reuse_cache=False), rows), turns, params, extra)
+    shapes = _forward_shapes(model, monkeypatch)
+    got = _play(open_session(HFGenerator(model, tokenizer), rows), turns, params, extra)
+    _assert_same(got, expected)
+    width = max(len(r) for r in rows) - common
+    assert shapes[:2] == [(1, common), (3, width)]  # the beginning once, then the three distinct rows
+    assert shapes[2] == (5, 1)  # the copies decode as rows of their own
+    assert (5, max(len(e) for e in extra.values()) + 1) in shapes  # the second turn: every row differs now
+
+
+def test_copies_of_one_prompt_sample_on_their_own(model, tokenizer, prompts):
+    """Prefilled once, the copies of a prompt still draw their own tokens (a GRPO group needs different
+    completions), and with a fixed seed the same ones every time."""
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=5)
+
+    def draw():
+        session = open_session(HFGenerator(model, tokenizer), [prompts[0]] * 4)
+        return [tuple(g.token_ids) for g in session.generate([0, 1, 2, 3], params)]
+
+    first = draw()
+    assert len(set(first)) > 1
+    assert draw() == first
+
+
+def test_grouped_decoding_reads_grouped_keys_in_place_with_the_same_result(model, tokenizer, prompts):
+    """On the CPU the `sdpa` model decodes with `GROUPED_SDPA` while a generator runs (grouped keys/values read in
+    place instead of copied per head) and gets its own implementation back after; the logits do not move."""
+    config = model.config
+    assert config.num_key_value_heads < config.num_attention_heads  # the tiny model groups its queries
+    assert config._attn_implementation == "sdpa"
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[0] * (width - len(p)) + list(p) for p in prompts])  # [B, P], left-padded
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+
+    def last_logits():
+        with torch.no_grad():
+            out = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], use_cache=True)
+            step = model(input_ids=ids[:, -1:], attention_mask=mask, past_key_values=out.past_key_values)
+        return step.logits[:, -1]  # [B, V]: a one-token query over a padded cache
+
+    plain = last_logits()
+    with grouped_decoding(model, torch.device("cpu")):
+        assert config._attn_implementation == GROUPED_SDPA
+        grouped = last_logits()
+    assert config._attn_implementation == "sdpa"
+    torch.testing.assert_close(grouped, plain, atol=1e-5, rtol=0)
+    config._attn_implementation = "eager"  # any other implementation is left alone
+    try:
+        with grouped_decoding(model, torch.device("cpu")):
+            assert config._attn_implementation == "eager"
+    finally:
+        config._attn_implementation = "sdpa"
