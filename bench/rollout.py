@@ -19,7 +19,8 @@
    Workloads are interleaved over --reps repetitions and medians are reported; a forward hook counts model calls.
    A greedy pass of both modes checks that they give the same ids and log-probs on the trained judge.
 2. Pairs: `Judge.compare_batch` (both orders, greedy, with search) on held-out pairs at batch 1, 8 and 32 rollouts:
-   judged pairs per second.
+   judged pairs per second; `--vs-plain` times the generator with its work-sharing off too (`HFGenerator`'s
+   `share_prefill` and `grouped_attention`), interleaved over --reps runs, and checks the verdicts are the same.
 3. GRPO step: `train/grpo_openrm.py` with configs/grpo_openrm/smollm2_cpu.yaml for a few steps, timing the
    generator, the ToolBox, the reward function and the rollout's own bookkeeping; the update is the rest of the step
    (the trainer's forward/backward and optimizer).
@@ -45,13 +46,19 @@ MODEL = "judge-sft"
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_cpu.yaml"
 
 
-def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False) -> dict:
+def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain: bool = False) -> dict:
     """A few GRPO steps of the quickstart's judge, timing the reward function and the rollout next to what `watch`
-    already times ("generate", "toolbox"); the rollout's bookkeeping is its time outside those two."""
+    already times ("generate", "toolbox"); the rollout's bookkeeping is its time outside those two. `plain`: the
+    rollouts' generators with their work-sharing off (`share_prefill`, `grouped_attention`)."""
     import openrm.rollout as rollout_module
     from openrm import reward as reward_module
+    from openrm.generation import HFGenerator
     from train import judge_trainer
 
+    if plain:
+        init = HFGenerator.__init__
+        HFGenerator.__init__ = lambda self, *a, **k: init(self, *a, **k | {"share_prefill": False,
+                                                                           "grouped_attention": False})
     make_reward = reward_module.make_openrm_reward
     judge_trainer.make_openrm_reward = lambda *a, **k: watch.timed(make_reward(*a, **k), "reward")
     watch.wrap(rollout_module, "rollout", "rollout")
@@ -66,14 +73,20 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False) -> di
     step_time = sum(h["step_time"] for h in trainer.state.log_history if "step_time" in h)
     bookkeeping = watch["rollout"] - watch["generate"] - watch["toolbox"]
     outside = watch["toolbox"] + bookkeeping + watch["reward"]
-    return {"steps": steps, "bf16": bf16, "step_time_s": round(step_time, 2), "wall_s": round(wall, 2),
+    return {"steps": steps, "bf16": bf16, "plain": plain, "step_time_s": round(step_time, 2), "wall_s": round(wall, 2),
             "generate_s": round(watch["generate"], 2), "toolbox_s": round(watch["toolbox"], 3),
             "bookkeeping_s": round(bookkeeping, 3), "reward_s": round(watch["reward"], 3),
             "outside_share": round(outside / step_time, 4)}
 
 
-def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf16: bool = False) -> dict:
-    """Judged pairs per second (both orders, greedy, with search) at each rollout batch size; `bf16`: bf16 weights."""
+def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf16: bool = False,
+                     reps: int = 1, plain: bool = False) -> dict:
+    """Judged pairs per second (both orders, greedy, with search) at each rollout batch size; `bf16`: bf16 weights.
+    `plain`: each repetition also judges with the generator's work-sharing off (`share_prefill`,
+    `grouped_attention`), the two interleaved; seconds are medians over `reps`, and `same_verdicts` says whether
+    both ways gave every order the same letter."""
+    from statistics import median
+
     from openrm.judge import Judge
     from toy.judge_stages import judging_settings
     from toy.world import ToyWorld
@@ -81,22 +94,35 @@ def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf
     examples = ToyWorld(0).examples(n, "test", ("wiki", "science"), style="short")
     pairs = [(e["question"], e["answer_a"], e["answer_b"]) for e in examples]
     retrievers = {c: str(qs / "indexes" / c) for c in ("wiki", "arxiv")}
-    out = {"pairs": n, "bf16": bf16}
+    out = {"pairs": n, "bf16": bf16, "reps": reps}
+    modes = ("shared", "plain") if plain else ("shared",)
     for batch in batches:
+        seconds: dict[str, list[float]] = {m: [] for m in modes}
+        letters: dict[str, set[str]] = {m: set() for m in modes}
         with Judge.from_pretrained(qs / MODEL, retrievers=retrievers, batch_size=batch,
                                    dtype="bfloat16" if bf16 else None, **judging_settings(CONFIG)) as judge:
             judge.compare_batch(pairs[:2])  # warm-up
-            t = time.perf_counter()
-            verdicts = judge.compare_batch(pairs)
-            seconds = time.perf_counter() - t
-        out[str(batch)] = {"seconds": round(seconds, 2), "pairs_per_s": round(n / seconds, 3),
-                           "answered_orders": sum(r.answer is not None for v in verdicts for r in v.orders)}
+            for _ in range(reps):
+                for mode in modes:
+                    judge.generator.share_prefill = judge.generator.grouped_attention = mode == "shared"
+                    t = time.perf_counter()
+                    verdicts = judge.compare_batch(pairs)
+                    seconds[mode].append(time.perf_counter() - t)
+                    letters[mode].add("".join(r.answer or "-" for v in verdicts for r in v.orders))
+        row = out[str(batch)] = {"seconds": round(median(seconds["shared"]), 2),
+                                 "pairs_per_s": round(n / median(seconds["shared"]), 3),
+                                 "answered_orders": sum(c != "-" for c in min(letters["shared"]))}
+        if plain:
+            row.update(plain_seconds=round(median(seconds["plain"]), 2),
+                       plain_pairs_per_s=round(n / median(seconds["plain"]), 3),
+                       ratio=round(median(p / s for p, s in zip(seconds["plain"], seconds["shared"], strict=True)), 2),
+                       same_verdicts=len(letters["shared"] | letters["plain"]) == 1)
     return out
 
 
 def render_pairs(p: dict, qs: Path) -> str:
     rows = [f"| {b} | {v['seconds']} | **{v['pairs_per_s']}** | {v['answered_orders']} / {2 * p['pairs']} |"
-            for b, v in p.items() if b not in ("pairs", "bf16")]
+            for b, v in p.items() if isinstance(v, dict)]
     return "\n".join([
         PAIRS_SECTION, "",
         f"`.venv/bin/python -m bench.rollout --quickstart {qs} --part pairs` ({p['pairs']} held-out toy pairs, both "
@@ -136,6 +162,9 @@ def main() -> None:
     ap.add_argument("--part", choices=("all", "overhead", "pairs", "grpo"), default="all")
     ap.add_argument("--pairs", type=int, default=32, help="held-out pairs judged at each batch size")
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32], help="rollouts per batch (--part pairs)")
+    ap.add_argument("--vs-plain", action="store_true",
+                    help="--part pairs: also judge with the generator's work-sharing off, interleaved (--reps runs); "
+                         "--part grpo: the steps with it off")
     ap.add_argument("--bf16", action="store_true",
                     help="GRPO under bf16 autocast (float32 weights), judging with bf16 weights; default float32")
     ap.add_argument("--write-results", action="store_true")
@@ -159,14 +188,15 @@ def main() -> None:
         if args.write_results:
             write_section(overhead.SECTION, text, after=SECTION)
     if args.part in ("all", "pairs"):
-        p = pairs_per_second(args.quickstart, args.pairs, tuple(args.batches), args.bf16)
+        p = pairs_per_second(args.quickstart, args.pairs, tuple(args.batches), args.bf16,
+                             args.reps if args.vs_plain else 1, args.vs_plain)
         print(json.dumps(p), flush=True)
         text = render_pairs(p, args.quickstart)
         print(text)
         if args.write_results:
             write_section(PAIRS_SECTION, text, after=overhead.SECTION)
     if args.part in ("all", "grpo"):
-        g = grpo_share(args.quickstart, args.steps, watch, args.bf16)
+        g = grpo_share(args.quickstart, args.steps, watch, args.bf16, args.vs_plain)
         print(json.dumps(g), flush=True)
     if g is not None:
         text = render(g, args.quickstart)

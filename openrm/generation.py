@@ -137,13 +137,16 @@ class HFGenerator:
     `openrm.kv_session.open_session(generator, prompts)` (what the rollout uses) keeps each row's KV cache between
     turns when `reuse_cache` (a `KVSession`: a turn prefills only what the row gained since its last one);
     `reuse_cache=False` gives a `ResendSession` over `generate`, which prefills every row's whole context again
-    each turn."""
+    each turn. `share_prefill`: a `KVSession` reads its fresh rows' common beginning once and prefills identical
+    rows once; `grouped_attention`: CPU decoding reads grouped keys/values in place (`grouped_decoding`). Both only
+    save work (the same tokens, log-probs to float rounding); off, they give the plain path to measure against."""
 
-    def __init__(self, model, tokenizer, batch_size: int | None = None, reuse_cache: bool = True):
+    def __init__(self, model, tokenizer, batch_size: int | None = None, reuse_cache: bool = True,
+                 share_prefill: bool = True, grouped_attention: bool = True):
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        self.reuse_cache = reuse_cache
+        self.reuse_cache, self.share_prefill, self.grouped_attention = reuse_cache, share_prefill, grouped_attention
         config = model.generation_config
         eos = config.eos_token_id
         eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
@@ -177,7 +180,8 @@ class HFGenerator:
         modes = [(m, m.training) for m in self.model.modules()]
         self.model.eval()
         try:
-            with torch.inference_mode(), _seeded(params.seed, device), grouped_decoding(self.model, device):
+            grouped = grouped_decoding(self.model, device) if self.grouped_attention else contextlib.nullcontext()
+            with torch.inference_mode(), _seeded(params.seed, device), grouped:
                 yield device
         finally:
             for module, training in modes:

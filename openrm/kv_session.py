@@ -108,8 +108,11 @@ class KVSession:
         import torch
 
         gen, model = self.generator, self.generator.model
-        self._share_prefix(states, device)
-        unique, copies = _distinct(states)  # prefill each distinct row once; copies[b]: batch row b's distinct row
+        if gen.share_prefill:
+            self._share_prefix(states, device)
+            unique, copies = _distinct(states)  # prefill each distinct row once; copies[b]: batch row b's distinct row
+        else:
+            unique = copies = list(range(len(states)))
         first = [states[u] for u in unique]
         width, span = max(s.cached for s in first), max(len(s.pending) for s in first)
         mask = torch.zeros(len(first), width + span, dtype=torch.long)  # [U, W + L]; 1 = a real token

@@ -200,6 +200,10 @@ def test_the_common_beginning_is_read_once_and_identical_rows_are_prefilled_once
     assert shapes[:2] == [(1, common), (3, width)]  # the beginning once, then the three distinct rows
     assert shapes[2] == (5, 1)  # the copies decode as rows of their own
     assert (5, max(len(e) for e in extra.values()) + 1) in shapes  # the second turn: every row differs now
+    shapes.clear()
+    plain = _play(open_session(HFGenerator(model, tokenizer, share_prefill=False), rows), turns, params, extra)
+    _assert_same(plain, expected)
+    assert shapes[0] == (5, max(len(r) for r in rows))  # off: every row's whole prompt, as before
 
 
 def test_copies_of_one_prompt_sample_on_their_own(model, tokenizer, prompts):
@@ -244,3 +248,22 @@ def test_grouped_decoding_reads_grouped_keys_in_place_with_the_same_result(model
             assert config._attn_implementation == "eager"
     finally:
         config._attn_implementation = "sdpa"
+
+
+def test_generators_decode_grouped_unless_told_not_to(model, tokenizer, prompts, monkeypatch):
+    seen: list[str] = []
+    forward = model.forward
+
+    def recording(*args, **kwargs):
+        seen.append(model.config._attn_implementation)
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", recording)
+    params = SamplingParams(max_new_tokens=3, temperature=0)
+    on = HFGenerator(model, tokenizer).generate(prompts[:2], params)
+    assert set(seen) == {GROUPED_SDPA}
+    seen.clear()
+    off = HFGenerator(model, tokenizer, grouped_attention=False).generate(prompts[:2], params)
+    assert set(seen) == {"sdpa"}
+    assert [g.token_ids for g in on] == [g.token_ids for g in off]
+    assert model.config._attn_implementation == "sdpa"
