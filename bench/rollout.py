@@ -29,10 +29,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
+from functools import partialmethod
 from pathlib import Path
+from unittest import mock
 
 from bench import overhead
 from bench.stopwatch import Stopwatch
@@ -55,20 +58,20 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
     from openrm.generation import HFGenerator
     from train import judge_trainer
 
-    if plain:
-        init = HFGenerator.__init__
-        HFGenerator.__init__ = lambda self, *a, **k: init(self, *a, **k | {"share_prefill": False,
-                                                                           "grouped_attention": False})
     make_reward = reward_module.make_openrm_reward
     judge_trainer.make_openrm_reward = lambda *a, **k: watch.timed(make_reward(*a, **k), "reward")
     watch.wrap(rollout_module, "rollout", "rollout")
     watch.clear()
     out = qs / "bench-grpo"
+    # the trainer's rollouts build their own generators: with `plain`, built with the work-sharing off
+    sharing = (mock.patch.object(HFGenerator, "__init__", partialmethod(
+        HFGenerator.__init__, share_prefill=False, grouped_attention=False)) if plain else contextlib.nullcontext())
     t = time.perf_counter()
-    trainer = judge_trainer.train_judge(*judge_trainer.configs(
-        CONFIG, model_name_or_path=qs / MODEL, dataset=qs / "data" / "dataset", output_dir=out, max_steps=steps,
-        save_strategy="no", retrievers=[f"wiki={qs / 'indexes' / 'wiki'}", f"arxiv={qs / 'indexes' / 'arxiv'}"],
-        bf16=bf16))
+    with sharing:
+        trainer = judge_trainer.train_judge(*judge_trainer.configs(
+            CONFIG, model_name_or_path=qs / MODEL, dataset=qs / "data" / "dataset", output_dir=out, max_steps=steps,
+            save_strategy="no", retrievers=[f"wiki={qs / 'indexes' / 'wiki'}", f"arxiv={qs / 'indexes' / 'arxiv'}"],
+            bf16=bf16))
     wall = time.perf_counter() - t
     step_time = sum(h["step_time"] for h in trainer.state.log_history if "step_time" in h)
     bookkeeping = watch["rollout"] - watch["generate"] - watch["toolbox"]
