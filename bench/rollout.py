@@ -23,7 +23,8 @@
    `share_prefill` and `grouped_attention`), interleaved over --reps runs, and checks the verdicts are the same.
 3. GRPO step: `train/grpo_openrm.py` with configs/grpo_openrm/smollm2_cpu.yaml for a few steps, timing the
    generator, the ToolBox, the reward function and the rollout's own bookkeeping; the update is the rest of the step
-   (the trainer's forward/backward and optimizer).
+   (the trainer's forward/backward and optimizer). `--vs-plain`: the steps with the generator's work-sharing off and
+   the update reading each row's prompt with it (TRL's pass, `SharedPromptGRPOTrainer.share_prompts = False`).
 """
 
 from __future__ import annotations
@@ -52,11 +53,13 @@ CONFIG = ROOT / "configs/grpo_openrm/smollm2_cpu.yaml"
 def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain: bool = False) -> dict:
     """A few GRPO steps of the quickstart's judge, timing the reward function and the rollout next to what `watch`
     already times ("generate", "toolbox"); the rollout's bookkeeping is its time outside those two. `plain`: the
-    rollouts' generators with their work-sharing off (`share_prefill`, `grouped_attention`)."""
+    rollouts' generators with their work-sharing off (`share_prefill`, `grouped_attention`) and the update reading
+    each row's prompt (`share_prompts`)."""
     import openrm.rollout as rollout_module
     from openrm import reward as reward_module
     from openrm.generation import HFGenerator
     from train import judge_trainer
+    from train.shared_prompt import SharedPromptGRPOTrainer
 
     make_reward = reward_module.make_openrm_reward
     judge_trainer.make_openrm_reward = lambda *a, **k: watch.timed(make_reward(*a, **k), "reward")
@@ -66,8 +69,10 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
     # the trainer's rollouts build their own generators: with `plain`, built with the work-sharing off
     sharing = (mock.patch.object(HFGenerator, "__init__", partialmethod(
         HFGenerator.__init__, share_prefill=False, grouped_attention=False)) if plain else contextlib.nullcontext())
+    prompts = (mock.patch.object(SharedPromptGRPOTrainer, "share_prompts", False) if plain
+               else contextlib.nullcontext())
     t = time.perf_counter()
-    with sharing:
+    with sharing, prompts:
         trainer = judge_trainer.train_judge(*judge_trainer.configs(
             CONFIG, model_name_or_path=qs / MODEL, dataset=qs / "data" / "dataset", output_dir=out, max_steps=steps,
             save_strategy="no", retrievers=[f"wiki={qs / 'indexes' / 'wiki'}", f"arxiv={qs / 'indexes' / 'arxiv'}"],
@@ -167,7 +172,7 @@ def main() -> None:
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32], help="rollouts per batch (--part pairs)")
     ap.add_argument("--vs-plain", action="store_true",
                     help="--part pairs: also judge with the generator's work-sharing off, interleaved (--reps runs); "
-                         "--part grpo: the steps with it off")
+                         "--part grpo: the steps with it off and the update reading every row's prompt")
     ap.add_argument("--bf16", action="store_true",
                     help="GRPO under bf16 autocast (float32 weights), judging with bf16 weights; default float32")
     ap.add_argument("--write-results", action="store_true")

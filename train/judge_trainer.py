@@ -145,12 +145,13 @@ def with_rivals(examples, share: float, seed: int, kinds=None):
 
 def build_trainer(script_args: OpenRMArguments, training_args, model_args):
     from transformers import AutoTokenizer
-    from trl import GRPOTrainer, get_peft_config
+    from trl import get_peft_config
 
     from openrm.dataset import in_both_orders, interleaved_by_domain, load_judge_examples, to_prompts
     from openrm.models import resolve
     from openrm.tools import ToolBox
     from train import fused_head
+    from train.shared_prompt import SharedPromptGRPOTrainer
 
     model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
     tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -179,7 +180,7 @@ def build_trainer(script_args: OpenRMArguments, training_args, model_args):
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     fused_head.score_labelled_positions_only()  # on a CPU the LM head projects the completion only, as on a GPU
-    trainer_class, extra = GRPOTrainer, {}
+    trainer_class, extra = SharedPromptGRPOTrainer, {}  # each distinct prompt read once in the update
     if script_args.order_groups:  # each group one pair in both orders
         from train.order_groups import OrderGroupsTrainer as trainer_class
     if script_args.tool_balance:  # each tool's advantages centred over the step

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from torch.utils.data import Sampler
-from trl import GRPOTrainer
 
 from openrm.dataset import ORDERS
+from train.shared_prompt import SharedPromptGRPOTrainer
 
 
 def pair_indexes(pair_ids: Sequence[str], orders: Sequence[str]) -> list[tuple[int, int]]:
@@ -63,7 +63,7 @@ class PairedRepeatSampler(Sampler):
         return batches * self.pairs_per_batch * 2 * self.half * self.repeat_count
 
 
-class OrderGroupsTrainer(GRPOTrainer):
+class OrderGroupsTrainer(SharedPromptGRPOTrainer):
     """GRPOTrainer whose every group is one pair in both orders (`PairedRepeatSampler`)."""
 
     def _get_train_sampler(self, dataset=None) -> Sampler:

@@ -187,7 +187,7 @@ def with_rubrics(train_dataset, script_args: PolicyArguments, output_dir: str):
 def build_trainer(script_args: PolicyArguments, training_args, model_args):
     from accelerate import PartialState
     from transformers import AutoTokenizer
-    from trl import GRPOTrainer, get_peft_config
+    from trl import get_peft_config
 
     from eval.hostile import trait_shares
     from openrm.agent import final_answer
@@ -201,6 +201,7 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     from openrm.tournament.greedy_anchor import make_greedy_anchor_rollout
     from openrm.tournament.verifiers import AnswerMatch, FormatReward
     from train import fused_head
+    from train.shared_prompt import SharedPromptGRPOTrainer
 
     model_path = resolve(model_args.model_name_or_path)  # a packaged model's short name or a folder
     tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -256,7 +257,7 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     fused_head.score_labelled_positions_only()  # on a CPU the LM head projects the completion only, as on a GPU
-    return GRPOTrainer(model=model_path, reward_funcs=reward_funcs, args=training_args,
+    return SharedPromptGRPOTrainer(model=model_path, reward_funcs=reward_funcs, args=training_args,
                        train_dataset=train_dataset, processing_class=tokenizer,
                        peft_config=get_peft_config(model_args), rollout_func=rollout_func)
 

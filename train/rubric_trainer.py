@@ -84,11 +84,12 @@ def per_rank(path: Path, rank: int) -> Path:
 def build_trainer(script_args: RubricGeneratorArguments, training_args, model_args):
     from accelerate import PartialState
     from transformers import AutoTokenizer
-    from trl import GRPOTrainer, get_peft_config
+    from trl import get_peft_config
 
     from openrm.rubrics.reward import RubricGeneratorReward
     from openrm.rubrics.scorer_spec import build_scorer
     from train import fused_head
+    from train.shared_prompt import SharedPromptGRPOTrainer
 
     rank, out = PartialState().process_index, Path(training_args.output_dir)
     from openrm.models import resolve
@@ -105,7 +106,7 @@ def build_trainer(script_args: RubricGeneratorArguments, training_args, model_ar
 
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     fused_head.score_labelled_positions_only()  # on a CPU the LM head projects the completion only, as on a GPU
-    trainer = GRPOTrainer(model=model_path, reward_funcs=[reward], args=training_args,
+    trainer = SharedPromptGRPOTrainer(model=model_path, reward_funcs=[reward], args=training_args,
                           train_dataset=train_dataset, processing_class=tokenizer,
                           peft_config=get_peft_config(model_args))
     trainer.rubric_scorer = scorer  # closed by close_scorer()

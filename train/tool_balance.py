@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import torch
-from trl import GRPOTrainer
 
 from openrm.parsing import parse_response
+from train.shared_prompt import SharedPromptGRPOTrainer
 
 
 def first_tools(texts: Iterable[str], tools: Sequence[str]) -> list[str | None]:
@@ -55,7 +55,7 @@ def tool_centred(advantages: torch.Tensor, tools: Sequence[str | None]) -> tuple
     return centred, shifts
 
 
-class ToolBalancedTrainer(GRPOTrainer):
+class ToolBalancedTrainer(SharedPromptGRPOTrainer):
     """GRPOTrainer whose advantages are tool-centred (`tool_centred`) each generation batch; logs the mean absolute
     shift as `openrm/tool_centring`."""
 

@@ -1,0 +1,107 @@
+"""GRPO's update reading each distinct prompt once: the same log-probs, entropies and gradients as TRL's row-by-row
+pass, with fewer positions through the model."""
+
+import contextlib
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+trl_utils = pytest.importorskip("trl.trainer.utils")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    from transformers import AutoModelForCausalLM
+
+    from toy.tiny import build
+
+    model = AutoModelForCausalLM.from_pretrained(build(tmp_path_factory.mktemp("tiny")), dtype=torch.float32)
+    trl_utils.add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    return model
+
+
+def _batch(vocab: int, prompts: int = 3, per_prompt: int = 4, prompt_len: int = 9, completion_len: int = 6):
+    """GRPOTrainer's layout: left-padded prompts, each repeated per completion, right-padded completions, rows
+    shuffled (as its `shuffle_sequence_dict` leaves them)."""
+    gen = torch.Generator().manual_seed(0)
+    prompt_ids = torch.randint(3, vocab, (prompts, prompt_len), generator=gen)
+    prompt_mask = torch.ones_like(prompt_ids)
+    prompt_mask[0, :3] = 0  # a shorter, left-padded prompt
+    prompt_ids[0, :3] = 0
+    prompt_ids, prompt_mask = (t.repeat_interleave(per_prompt, dim=0) for t in (prompt_ids, prompt_mask))
+    rows = prompts * per_prompt
+    completion_ids = torch.randint(3, vocab, (rows, completion_len), generator=gen)
+    completion_mask = torch.ones_like(completion_ids)
+    completion_mask[1, 2:] = 0  # a short completion, right-padded
+    completion_mask[-1, 4:] = 0
+    completion_ids = completion_ids.masked_fill(completion_mask == 0, 0)
+    order = torch.randperm(rows, generator=gen)
+    ids = torch.cat([prompt_ids, completion_ids], dim=1)[order]
+    mask = torch.cat([prompt_mask, completion_mask], dim=1)[order]
+    return ids, mask, completion_len
+
+
+def _run(model, share: bool, ids, mask, keep):
+    from trl import GRPOTrainer
+
+    from train.shared_prompt import shared_prompt_logps
+
+    positions = []
+    hook = model.get_input_embeddings().register_forward_hook(lambda m, i, o: positions.append(o.shape[0] * o.shape[1]))
+    model.zero_grad(set_to_none=True)
+    try:
+        if share:
+            logps, entropy = shared_prompt_logps(model, ids, mask, keep, compute_entropy=True)
+        else:
+            fake = SimpleNamespace(accelerator=SimpleNamespace(autocast=contextlib.nullcontext, is_main_process=True))
+            logps, entropy, _ = GRPOTrainer._get_per_token_logps_and_entropies(fake, model, ids, mask, keep,
+                                                                               compute_entropy=True)
+    finally:
+        hook.remove()
+    weights = torch.linspace(-1, 1, logps.numel()).view_as(logps)
+    (logps * weights).sum().backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return logps.detach(), entropy.detach(), grads, positions
+
+
+def test_each_prompt_read_once_gives_trls_numbers(model):
+    ids, mask, keep = _batch(model.config.vocab_size)
+    logps, entropy, grads, positions = _run(model, False, ids, mask, keep)
+    logps_s, entropy_s, grads_s, positions_s = _run(model, True, ids, mask, keep)
+    assert positions == [12 * 15]  # every row, prompt and completion
+    assert positions_s == [3 * 8, 12 * 7]  # the 3 prompts but their last token once, then each row's rest
+    assert logps_s.shape == logps.shape == (12, keep)
+    assert torch.allclose(logps, logps_s, atol=1e-5) and torch.allclose(entropy, entropy_s, atol=1e-5)
+    assert (logps_s[mask[:, -keep:] == 1] != 0).all()  # every completion token scored
+    assert grads.keys() == grads_s.keys() and len(grads) == len(list(model.parameters()))
+    for name, grad in grads.items():
+        assert torch.allclose(grad, grads_s[name], atol=1e-5), name
+    assert grads["model.embed_tokens.weight"].abs().sum() > 0  # the prompt's tokens get gradient through the cache
+
+
+def test_distinct_prompts_fall_back_to_trls_pass(model):
+    from train.shared_prompt import shared_prompt_logps
+
+    ids, mask, keep = _batch(model.config.vocab_size, prompts=4, per_prompt=1)
+    assert shared_prompt_logps(model, ids, mask, keep, compute_entropy=False) is None
+    assert shared_prompt_logps(model, ids[:, -keep - 1:], mask[:, -keep - 1:], keep, compute_entropy=False) is None
+
+
+def test_the_trainers_share_unless_told_not_to():
+    from train.order_groups import OrderGroupsTrainer
+    from train.shared_prompt import SharedPromptGRPOTrainer
+    from train.tool_balance import ToolBalancedTrainer
+
+    assert issubclass(OrderGroupsTrainer, SharedPromptGRPOTrainer)
+    assert issubclass(ToolBalancedTrainer, SharedPromptGRPOTrainer)
+    args = SimpleNamespace(gradient_checkpointing=False)
+    trainer = SimpleNamespace(share_prompts=True, args=args, is_deepspeed_enabled=False, is_fsdp_enabled=False)
+    can = SharedPromptGRPOTrainer._can_share
+    assert can(trainer, torch.nn.Linear(1, 1), None, False, {"pixel_values": None})
+    assert not can(trainer, None, None, False, {"pixel_values": torch.zeros(1)})
+    assert not can(trainer, None, 4, False, {})
+    assert not can(trainer, None, None, True, {})
+    assert not can(SimpleNamespace(**{**vars(trainer), "args": SimpleNamespace(gradient_checkpointing=True)}),
+                   None, None, False, {})
+    assert not can(SimpleNamespace(**{**vars(trainer), "share_prompts": False}), None, None, False, {})

@@ -1,0 +1,86 @@
+"""Each distinct prompt read once in GRPO's update, instead of once per completion.
+
+A GRPO batch holds `num_generations` completions of every prompt, and TRL's update runs the policy over prompt +
+completion row by row, so a prompt is read (forward and backward) as many times as it has completions. When the
+prompt is most of a row (the judge's prompt holds the question and both answers) that is most of the update's work.
+Here the distinct prompts, all but their last token, go through the model once with gradients; every row then
+takes those keys and values from the pass (an index into the cache, so the gradients of all its rows add up there)
+and runs its last prompt token and its completion on top. Positions (0..L-1, as TRL's forward numbers them), masks
+and the scored positions are TRL's, so the log-probs and entropies are the same numbers; only the work shrinks.
+
+`SharedPromptGRPOTrainer` is GRPOTrainer with this; the judge's, the policy's and the rubric generator's trainers
+use it. It steps aside (TRL's own pass) where a second forward before the backward is not safe or not possible:
+gradient checkpointing (no cache), DeepSpeed, FSDP and DDP, inputs with images, MoE aux losses, chunked passes,
+and batches whose prompts are all distinct.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from trl import GRPOTrainer
+
+
+def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
+                        compute_entropy: bool, autocast=contextlib.nullcontext):
+    """(log-probs [B, C], entropies [B, C] or None) of the last `logits_to_keep` tokens of each row, reading each
+    distinct prompt once; None where no prompt repeats (or the model's cache is not a plain one), for TRL's pass.
+
+    `model` carries TRL's fused LM head (`trl.trainer.utils.add_fused_lm_head`); rows are prompt + completion,
+    prompts left-padded to one length, as GRPOTrainer builds them."""
+    from transformers.cache_utils import DynamicLayer
+
+    head = input_ids.size(1) - logits_to_keep - 1  # the prompt but its last token, whose output scores token 1
+    if head < 1:
+        return None
+    key = torch.cat([input_ids[:, :head], attention_mask[:, :head]], dim=1)  # [B, 2 * head]
+    distinct, inverse = torch.unique(key, dim=0, return_inverse=True)
+    if distinct.size(0) == input_ids.size(0):
+        return None
+    first = torch.empty(distinct.size(0), dtype=torch.long, device=input_ids.device)
+    first.scatter_(0, inverse, torch.arange(input_ids.size(0), device=input_ids.device))  # a row of each prompt
+    with autocast():
+        cache = model(input_ids=input_ids[first, :head], attention_mask=attention_mask[first, :head],
+                      use_cache=True, logits_to_keep=1).past_key_values
+    if cache is None or not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
+        return None  # sliding windows or other caches: not shown to hold whole prompts
+    cache.batch_select_indices(inverse)  # [U, ...] -> [B, ...]; gradients flow back to the one pass
+    labels = input_ids[:, head:].masked_fill(attention_mask[:, head:] == 0, -100)  # [B, 1 + C]
+    labels[:, 0] = -100  # the prompt's last token is context, not scored
+    with autocast():
+        out = model(input_ids=input_ids[:, head:], attention_mask=attention_mask, past_key_values=cache,
+                    labels=labels, fused_lm_head=True)
+    entropy = out.entropy[:, -logits_to_keep:] if compute_entropy else None
+    return out.log_probs[:, -logits_to_keep:], entropy
+
+
+class SharedPromptGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose log-prob passes read each distinct prompt once (`shared_prompt_logps`).
+
+    `share_prompts = False` (on the class or an instance) gives TRL's row-by-row pass (`bench.grpo_update` times
+    both)."""
+
+    share_prompts = True
+
+    def _can_share(self, model, batch_size, compute_aux_loss, extra) -> bool:
+        from torch.nn.parallel import DistributedDataParallel
+
+        return (self.share_prompts and not compute_aux_loss and batch_size is None
+                and not any(v is not None for v in extra.values())
+                and not self.args.gradient_checkpointing
+                and not self.is_deepspeed_enabled and not self.is_fsdp_enabled
+                and not isinstance(model, DistributedDataParallel))
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **extra):
+        if batch_size is not None and batch_size >= input_ids.size(0):
+            batch_size = None  # one chunk: the same as none
+        if self._can_share(model, batch_size, compute_aux_loss, extra):
+            got = shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep, compute_entropy,
+                                      self.accelerator.autocast)
+            if got is not None:
+                return (*got, None)
+        return super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+            compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
