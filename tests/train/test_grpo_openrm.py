@@ -74,14 +74,20 @@ def _weights(path: Path) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("bf16", ["false", "true"])  # true on a CPU: bf16 autocast, float32 weights and optimizer
-def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_path, bf16):
+def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_path, bf16, monkeypatch):
     import torch
 
+    from train import shared_prompt
     from train.judge_trainer import parse, train_judge
 
+    shared = []  # whether each update pass read each distinct prompt once
+    real = shared_prompt.shared_prompt_logps
+    monkeypatch.setattr(shared_prompt, "shared_prompt_logps",
+                        lambda *a, **k: shared.append(real(*a, **k)) or shared[-1])
     trainer = train_judge(*parse(_args(world_dir, tmp_path / "run", "--max_steps", "2",
                                        "--trajectory_log", str(tmp_path / "traj.jsonl"), "--bf16", bf16)))
     assert trainer.state.global_step == 2
+    assert len(shared) >= 2 and all(got is not None for got in shared)  # every log-prob pass shared its prompts
     assert trainer.accelerator.mixed_precision == ("bf16" if bf16 == "true" else "no")
     before, after = _weights(world_dir / "warm"), _weights(tmp_path / "run")
     assert {t.dtype for t in after.values()} == {torch.float32}
