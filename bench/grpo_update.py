@@ -40,13 +40,16 @@ def main() -> None:
     ap.add_argument("--generations", type=int, default=4, help="completions of each prompt (GRPO's group size)")
     ap.add_argument("--dtypes", nargs="+", default=["float32", "bf16 autocast"], choices=["float32", "bf16 autocast"],
                     help="which modes to time (bf16 is emulated, and slow, where the processor lacks it)")
+    ap.add_argument("--scored", nargs="+", default=["every position", "completion only"],
+                    choices=["every position", "completion only"],
+                    help="which LM-head modes to time (every position needs the most memory at long prompts)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions (medians); one untimed run first")
     ap.add_argument("--out", type=Path, default=None, help="write the numbers here as JSON")
     args = ap.parse_args()
     if args.batch % args.generations:
         ap.error(f"--batch {args.batch} is not a whole number of groups of --generations {args.generations}")
-    modes = [m for m in MODES if m[0] in args.dtypes]
+    modes = [m for m in MODES if m[0] in args.dtypes and m[1] in args.scored]
 
     import torch
     from peft import LoraConfig, get_peft_model

@@ -1,7 +1,7 @@
 """Rollout overhead, judging throughput and the parts of a GRPO step, on the quickstart's SmolLM2 judge on CPU.
 
     make quickstart                                   # builds runs/quickstart (SmolLM2 after its SFT warm-up)
-    .venv/bin/python -m bench.rollout --quickstart runs/quickstart [--part overhead|pairs|grpo] [--write-results]
+    .venv/bin/python -m bench.rollout --quickstart runs/quickstart [--part overhead|pairs|grpo] [--out F.json]
 
 1. Overhead: `openrm.rollout.rollout` (multi-turn, searches against the bm25 toy indexes, temperature 1, seed 0) on
    R prompts, in both session modes: "resend" (`HFGenerator(reuse_cache=False)`: every turn prefills each row's
@@ -40,7 +40,6 @@ from unittest import mock
 
 from bench import overhead
 from bench.stopwatch import Stopwatch
-from plumbing.results import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -175,7 +174,9 @@ def main() -> None:
                          "--part grpo: the steps with it off and the update reading every row's prompt")
     ap.add_argument("--bf16", action="store_true",
                     help="GRPO under bf16 autocast (float32 weights), judging with bf16 weights; default float32")
-    ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="write the measurements here as JSON; the printed tables go into bench/RESULTS.md's "
+                         "fragments by hand, beside the parts written there that no run prints")
     args = ap.parse_args()
     if not (args.quickstart / MODEL).is_dir():
         sys.exit(f"{args.quickstart}/{MODEL} missing: run `make quickstart` first")
@@ -187,30 +188,27 @@ def main() -> None:
     watch.wrap(HFGenerator, "generate", "generate")  # the resend mode's generation
     watch.wrap(KVSession, "generate", "generate")  # the kv mode's (it never calls HFGenerator.generate)
     watch.wrap(ToolBox, "run", "toolbox")
-    g = None
+    measured = {}
     if args.part in ("all", "overhead"):
         o = overhead.measure(args.quickstart / MODEL, args.quickstart / "indexes", args.rows, args.reps, watch)
         print(json.dumps(o), flush=True)
-        text = overhead.render(o, args.quickstart)
-        print(text)
-        if args.write_results:
-            write_section(overhead.SECTION, text, after=SECTION)
+        print(overhead.render(o, args.quickstart))
+        measured["overhead"] = o
     if args.part in ("all", "pairs"):
         p = pairs_per_second(args.quickstart, args.pairs, tuple(args.batches), args.bf16,
                              args.reps if args.vs_plain else 1, args.vs_plain)
         print(json.dumps(p), flush=True)
-        text = render_pairs(p, args.quickstart)
-        print(text)
-        if args.write_results:
-            write_section(PAIRS_SECTION, text, after=overhead.SECTION)
+        print(render_pairs(p, args.quickstart))
+        measured["pairs"] = p
     if args.part in ("all", "grpo"):
         g = grpo_share(args.quickstart, args.steps, watch, args.bf16, args.vs_plain)
         print(json.dumps(g), flush=True)
-    if g is not None:
-        text = render(g, args.quickstart)
-        print(text)
-        if args.write_results:
-            write_section(SECTION, text)
+        print(render(g, args.quickstart))
+        measured["grpo"] = g
+    if args.out:
+        from plumbing import atomic
+
+        atomic.write_json(args.out, measured, indent=1)
 
 
 if __name__ == "__main__":
