@@ -49,11 +49,12 @@ MODEL = "judge-sft"
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_cpu.yaml"
 
 
-def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain: bool = False) -> dict:
+def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain: bool = False,
+               trl_update: bool = False) -> dict:
     """A few GRPO steps of the quickstart's judge, timing the reward function and the rollout next to what `watch`
     already times ("generate", "toolbox"); the rollout's bookkeeping is its time outside those two. `plain`: the
     rollouts' generators with their work-sharing off (`share_prefill`, `grouped_attention`) and the update reading
-    each row's prompt (`share_prompts`)."""
+    each row's prompt (`share_prompts`); `trl_update`: only the latter."""
     import openrm.rollout as rollout_module
     from openrm import reward as reward_module
     from openrm.generation import HFGenerator
@@ -68,7 +69,7 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
     # the trainer's rollouts build their own generators: with `plain`, built with the work-sharing off
     sharing = (mock.patch.object(HFGenerator, "__init__", partialmethod(
         HFGenerator.__init__, share_prefill=False, grouped_attention=False)) if plain else contextlib.nullcontext())
-    prompts = (mock.patch.object(SharedPromptGRPOTrainer, "share_prompts", False) if plain
+    prompts = (mock.patch.object(SharedPromptGRPOTrainer, "share_prompts", False) if plain or trl_update
                else contextlib.nullcontext())
     t = time.perf_counter()
     with sharing, prompts:
@@ -80,7 +81,8 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
     step_time = sum(h["step_time"] for h in trainer.state.log_history if "step_time" in h)
     bookkeeping = watch["rollout"] - watch["generate"] - watch["toolbox"]
     outside = watch["toolbox"] + bookkeeping + watch["reward"]
-    return {"steps": steps, "bf16": bf16, "plain": plain, "step_time_s": round(step_time, 2), "wall_s": round(wall, 2),
+    return {"steps": steps, "bf16": bf16, "plain": plain, "trl_update": trl_update,
+            "step_time_s": round(step_time, 2), "wall_s": round(wall, 2),
             "generate_s": round(watch["generate"], 2), "toolbox_s": round(watch["toolbox"], 3),
             "bookkeeping_s": round(bookkeeping, 3), "reward_s": round(watch["reward"], 3),
             "outside_share": round(outside / step_time, 4)}
@@ -172,6 +174,9 @@ def main() -> None:
     ap.add_argument("--vs-plain", action="store_true",
                     help="--part pairs: also judge with the generator's work-sharing off, interleaved (--reps runs); "
                          "--part grpo: the steps with it off and the update reading every row's prompt")
+    ap.add_argument("--trl-update", action="store_true",
+                    help="--part grpo: the steps with TRL's row-by-row update, the generator's sharing kept (alternate "
+                         "runs with and without it: one process a run)")
     ap.add_argument("--bf16", action="store_true",
                     help="GRPO under bf16 autocast (float32 weights), judging with bf16 weights; default float32")
     ap.add_argument("--out", type=Path, default=None,
@@ -201,7 +206,7 @@ def main() -> None:
         print(render_pairs(p, args.quickstart))
         measured["pairs"] = p
     if args.part in ("all", "grpo"):
-        g = grpo_share(args.quickstart, args.steps, watch, args.bf16, args.vs_plain)
+        g = grpo_share(args.quickstart, args.steps, watch, args.bf16, args.vs_plain, args.trl_update)
         print(json.dumps(g), flush=True)
         print(render(g, args.quickstart))
         measured["grpo"] = g
