@@ -110,8 +110,11 @@ def judge_folder(model: Path, out: Path, settings: dict) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     for f in model.iterdir():
-        if f.is_file() and f.name != "judge_card.json" and not (out / f.name).exists():
-            (out / f.name).symlink_to(f.resolve())
+        link = out / f.name
+        if link.is_symlink() and not link.exists():  # left from an earlier run whose file has since gone
+            link.unlink()
+        if f.is_file() and f.name != "judge_card.json" and not link.exists():
+            link.symlink_to(f.resolve())
     JudgeCard(**settings).write(out)
     return out
 

@@ -22,6 +22,10 @@ def test_a_judge_folder_links_the_models_files_and_writes_the_tables_settings(tm
     assert (out / "model.safetensors").is_symlink() and (out / "model.safetensors").read_bytes() == b"weights"
     assert json.loads((out / "judge_card.json").read_text())["topk"] == 2  # the model's own card is not linked
     judge_folder(model, out, settings)  # a second call keeps the links
+    (out / "stage.json").symlink_to(model / "warmup.json")  # a link left by an earlier run, its file since renamed
+    (model / "stage.json").write_text('{"steps": 3}')
+    judge_folder(model, out, settings)
+    assert json.loads((out / "stage.json").read_text()) == {"steps": 3}
 
 
 def test_the_exported_grpo_stage_passes_the_values_of_its_cache_key(tmp_path, monkeypatch):
