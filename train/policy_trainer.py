@@ -258,8 +258,8 @@ def build_trainer(script_args: PolicyArguments, training_args, model_args):
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     fused_head.score_labelled_positions_only()  # on a CPU the LM head projects the completion only, as on a GPU
     return SharedPromptGRPOTrainer(model=model_path, reward_funcs=reward_funcs, args=training_args,
-                       train_dataset=train_dataset, processing_class=tokenizer,
-                       peft_config=get_peft_config(model_args), rollout_func=rollout_func)
+                                   train_dataset=train_dataset, processing_class=tokenizer,
+                                   peft_config=get_peft_config(model_args), rollout_func=rollout_func)
 
 
 

@@ -107,8 +107,8 @@ def build_trainer(script_args: RubricGeneratorArguments, training_args, model_ar
     training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}), "dtype": model_args.dtype or "auto"}
     fused_head.score_labelled_positions_only()  # on a CPU the LM head projects the completion only, as on a GPU
     trainer = SharedPromptGRPOTrainer(model=model_path, reward_funcs=[reward], args=training_args,
-                          train_dataset=train_dataset, processing_class=tokenizer,
-                          peft_config=get_peft_config(model_args))
+                                      train_dataset=train_dataset, processing_class=tokenizer,
+                                      peft_config=get_peft_config(model_args))
     trainer.rubric_scorer = scorer  # closed by close_scorer()
     return trainer
 
