@@ -89,11 +89,13 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
 
 
 def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf16: bool = False,
-                     reps: int = 1, plain: bool = False) -> dict:
+                     reps: int = 1, plain: bool = False, float32_plain: bool = False) -> dict:
     """Judged pairs per second (both orders, greedy, with search) at each rollout batch size; `bf16`: bf16 weights.
     `plain`: each repetition also judges with the generator's work-sharing off (`share_prefill`,
     `grouped_attention`), the two interleaved; seconds are medians over `reps`, and `same_verdicts` says whether
-    both ways gave every order the same letter."""
+    both ways gave every order the same letter. `float32_plain`: each repetition also judges with a second judge in
+    float32 weights with the work-sharing off (neither lever), interleaved: `float32_plain_ratio` is its seconds over
+    the default's, both on this processor."""
     from statistics import median
 
     from openrm.judge import Judge
@@ -104,18 +106,28 @@ def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf
     pairs = [(e["question"], e["answer_a"], e["answer_b"]) for e in examples]
     retrievers = {c: str(qs / "indexes" / c) for c in ("wiki", "arxiv")}
     out = {"pairs": n, "bf16": bf16, "reps": reps}
-    modes = ("shared", "plain") if plain else ("shared",)
+    modes = ("shared",) + (("plain",) if plain else ()) + (("float32 plain",) if float32_plain else ())
+    settings = judging_settings(CONFIG)
     for batch in batches:
         seconds: dict[str, list[float]] = {m: [] for m in modes}
         letters: dict[str, set[str]] = {m: set() for m in modes}
-        with Judge.from_pretrained(qs / MODEL, retrievers=retrievers, batch_size=batch,
-                                   dtype="bfloat16" if bf16 else None, **judging_settings(CONFIG)) as judge:
+        with contextlib.ExitStack() as stack:
+            judge = stack.enter_context(Judge.from_pretrained(
+                qs / MODEL, retrievers=retrievers, batch_size=batch, dtype="bfloat16" if bf16 else None, **settings))
+            judges = {m: judge for m in modes}
+            if float32_plain:
+                judges["float32 plain"] = stack.enter_context(Judge.from_pretrained(
+                    qs / MODEL, retrievers=retrievers, batch_size=batch, dtype=None, **settings))
+                judges["float32 plain"].generator.share_prefill = False
+                judges["float32 plain"].generator.grouped_attention = False
+                judges["float32 plain"].compare_batch(pairs[:2])  # warm-up
             judge.compare_batch(pairs[:2])  # warm-up
             for _ in range(reps):
                 for mode in modes:
-                    judge.generator.share_prefill = judge.generator.grouped_attention = mode == "shared"
+                    if mode != "float32 plain":
+                        judge.generator.share_prefill = judge.generator.grouped_attention = mode == "shared"
                     t = time.perf_counter()
-                    verdicts = judge.compare_batch(pairs)
+                    verdicts = judges[mode].compare_batch(pairs)
                     seconds[mode].append(time.perf_counter() - t)
                     letters[mode].add("".join(r.answer or "-" for v in verdicts for r in v.orders))
         row = out[str(batch)] = {"seconds": round(median(seconds["shared"]), 2),
@@ -126,6 +138,13 @@ def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf
                        plain_pairs_per_s=round(n / median(seconds["plain"]), 3),
                        ratio=round(median(p / s for p, s in zip(seconds["plain"], seconds["shared"], strict=True)), 2),
                        same_verdicts=len(letters["shared"] | letters["plain"]) == 1)
+        if float32_plain:
+            base, shared = seconds["float32 plain"], seconds["shared"]
+            row.update(float32_plain_seconds=round(median(base), 2),
+                       float32_plain_pairs_per_s=round(n / median(base), 3),
+                       float32_plain_ratio=round(median(p / s for p, s in zip(base, shared, strict=True)), 2),
+                       float32_plain_answered_orders=sum(c != "-" for c in min(letters["float32 plain"])),
+                       same_verdicts_as_float32=len(letters["shared"] | letters["float32 plain"]) == 1)
     return out
 
 
@@ -174,6 +193,9 @@ def main() -> None:
     ap.add_argument("--vs-plain", action="store_true",
                     help="--part pairs: also judge with the generator's work-sharing off, interleaved (--reps runs); "
                          "--part grpo: the steps with it off and the update reading every row's prompt")
+    ap.add_argument("--vs-float32-plain", action="store_true",
+                    help="--part pairs: also judge with float32 weights and the generator's work-sharing off, "
+                         "interleaved (--reps runs): the default (with --bf16) against neither lever, one processor")
     ap.add_argument("--trl-update", action="store_true",
                     help="--part grpo: the steps with TRL's row-by-row update, the generator's sharing kept (alternate "
                          "runs with and without it: one process a run)")
@@ -201,7 +223,8 @@ def main() -> None:
         measured["overhead"] = o
     if args.part in ("all", "pairs"):
         p = pairs_per_second(args.quickstart, args.pairs, tuple(args.batches), args.bf16,
-                             args.reps if args.vs_plain else 1, args.vs_plain)
+                             args.reps if args.vs_plain or args.vs_float32_plain else 1, args.vs_plain,
+                             args.vs_float32_plain)
         print(json.dumps(p), flush=True)
         print(render_pairs(p, args.quickstart))
         measured["pairs"] = p
