@@ -42,7 +42,7 @@ def _batch(vocab: int, prompts: int = 3, per_prompt: int = 4, prompt_len: int = 
     return ids, mask, completion_len
 
 
-def _run(model, share: bool, ids, mask, keep):
+def _run(model, share: bool, ids, mask, keep, autocast=contextlib.nullcontext):
     from trl import GRPOTrainer
 
     from train.shared_prompt import shared_prompt_logps
@@ -52,9 +52,9 @@ def _run(model, share: bool, ids, mask, keep):
     model.zero_grad(set_to_none=True)
     try:
         if share:
-            logps, entropy = shared_prompt_logps(model, ids, mask, keep, compute_entropy=True)
+            logps, entropy = shared_prompt_logps(model, ids, mask, keep, compute_entropy=True, autocast=autocast)
         else:
-            fake = SimpleNamespace(accelerator=SimpleNamespace(autocast=contextlib.nullcontext, is_main_process=True))
+            fake = SimpleNamespace(accelerator=SimpleNamespace(autocast=autocast, is_main_process=True))
             logps, entropy, _ = GRPOTrainer._get_per_token_logps_and_entropies(fake, model, ids, mask, keep,
                                                                                compute_entropy=True)
     finally:
@@ -78,6 +78,25 @@ def test_each_prompt_read_once_gives_trls_numbers(model):
     for name, grad in grads.items():
         assert torch.allclose(grad, grads_s[name], atol=1e-5), name
     assert grads["model.embed_tokens.weight"].abs().sum() > 0  # the prompt's tokens get gradient through the cache
+
+
+def test_under_bf16_autocast_each_prompt_read_once_stays_near_trls_pass(model):
+    """As GRPO runs on a processor with native bf16: both passes under the trainer's bf16 autocast (float32 weights).
+    bf16 rounds the two orders of work differently, so they agree to bf16's precision, not to float32's."""
+    ids, mask, keep = _batch(model.config.vocab_size)
+    bf16 = lambda: torch.autocast("cpu", dtype=torch.bfloat16)  # noqa: E731
+    logps, _, grads, _ = _run(model, False, ids, mask, keep, bf16)
+    logps_s, _, grads_s, positions_s = _run(model, True, ids, mask, keep, bf16)
+    logps_32, *_ = _run(model, True, ids, mask, keep)
+    assert positions_s == [3 * 8, 12 * 7]
+    assert logps_s.dtype == logps.dtype == torch.float32
+    assert not torch.equal(logps_s, logps_32)  # the autocast was in force
+    scored = mask[:, -keep:] == 1
+    assert (logps - logps_32)[scored].abs().max() < 0.01 and (logps_s - logps_32)[scored].abs().max() < 0.01
+    assert grads.keys() == grads_s.keys()
+    for name, grad in grads.items():
+        assert torch.nn.functional.cosine_similarity(grad.flatten(), grads_s[name].flatten(), dim=0) > 0.999, name
+    assert all(g.dtype == torch.float32 for g in grads_s.values())  # the float32 weights' gradients
 
 
 def test_distinct_prompts_fall_back_to_trls_pass(model):
