@@ -137,6 +137,7 @@ def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf
             row.update(plain_seconds=round(median(seconds["plain"]), 2),
                        plain_pairs_per_s=round(n / median(seconds["plain"]), 3),
                        ratio=round(median(p / s for p, s in zip(seconds["plain"], seconds["shared"], strict=True)), 2),
+                       plain_answered_orders=sum(c != "-" for c in min(letters["plain"])),
                        same_verdicts=len(letters["shared"] | letters["plain"]) == 1)
         if float32_plain:
             base, shared = seconds["float32 plain"], seconds["shared"]
@@ -149,14 +150,33 @@ def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf
 
 
 def render_pairs(p: dict, qs: Path) -> str:
-    rows = [f"| {b} | {v['seconds']} | **{v['pairs_per_s']}** | {v['answered_orders']} / {2 * p['pairs']} |"
-            for b, v in p.items() if isinstance(v, dict)]
+    weights = "bf16" if p["bf16"] else "float32"
+    rows = []
+    for b, v in p.items():
+        if not isinstance(v, dict):
+            continue
+        answered = f"{v['answered_orders']} / {2 * p['pairs']}"
+        if "plain_seconds" in v:
+            rows.append(f"| {b} | {weights} | plain | {v['plain_seconds']} | {v['plain_pairs_per_s']} | "
+                        f"{v.get('plain_answered_orders', '-')} / {2 * p['pairs']} |")
+        if "float32_plain_seconds" in v:
+            rows.append(f"| {b} | float32 | plain | {v['float32_plain_seconds']} | {v['float32_plain_pairs_per_s']} | "
+                        f"{v['float32_plain_answered_orders']} / {2 * p['pairs']} |")
+        rows.append(f"| {b} | {weights} | shared prefill, grouped attention | {v['seconds']} | "
+                    f"**{v['pairs_per_s']}** | {answered} |")
+        ratios = [f"{v['ratio']}× over {weights} plain (same verdicts: {v['same_verdicts']})"] if "ratio" in v else []
+        if "float32_plain_ratio" in v:
+            ratios.append(f"{v['float32_plain_ratio']}× over float32 plain (same verdicts: "
+                          f"{v['same_verdicts_as_float32']})")
+        if ratios:
+            rows.append(f"| {b} | | the default: {'; '.join(ratios)} | | | |")
     return "\n".join([
         PAIRS_SECTION, "",
         f"`.venv/bin/python -m bench.rollout --quickstart {qs} --part pairs` ({p['pairs']} held-out toy pairs, both "
-        "orders, greedy, with search over the bm25 toy indexes, the judge after the quickstart's SFT warm-up; "
+        f"orders, greedy, with search over the bm25 toy indexes, the judge in {qs / MODEL}; medians of {p['reps']}; "
         "torch 2.13.0 CPU, 2 cores, alone on the machine).", "",
-        "| rollouts per batch | seconds | pairs / s | orders answered |", "|---|---|---|---|", *rows, ""])
+        "| rollouts per batch | weights | generator | seconds | pairs / s | orders answered |",
+        "|---|---|---|---|---|---|", *rows, ""])
 
 
 def render(g: dict, qs: Path) -> str:
