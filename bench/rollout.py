@@ -39,14 +39,12 @@ from pathlib import Path
 from unittest import mock
 
 from bench import overhead
+from bench.pairs import CONFIG, MODEL, pairs_per_second, render_pairs
 from bench.stopwatch import Stopwatch
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SECTION = "## Training: GRPO step time, SmolLM2 judge"
-PAIRS_SECTION = "## Judging throughput, SmolLM2 judge"
-MODEL = "judge-sft"
-CONFIG = ROOT / "configs/grpo_openrm/smollm2_cpu.yaml"
 
 
 def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain: bool = False,
@@ -86,97 +84,6 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
             "generate_s": round(watch["generate"], 2), "toolbox_s": round(watch["toolbox"], 3),
             "bookkeeping_s": round(bookkeeping, 3), "reward_s": round(watch["reward"], 3),
             "outside_share": round(outside / step_time, 4)}
-
-
-def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf16: bool = False,
-                     reps: int = 1, plain: bool = False, float32_plain: bool = False) -> dict:
-    """Judged pairs per second (both orders, greedy, with search) at each rollout batch size; `bf16`: bf16 weights.
-    `plain`: each repetition also judges with the generator's work-sharing off (`share_prefill`,
-    `grouped_attention`), the two interleaved; seconds are medians over `reps`, and `same_verdicts` says whether
-    both ways gave every order the same letter. `float32_plain`: each repetition also judges with a second judge in
-    float32 weights with the work-sharing off (neither lever), interleaved: `float32_plain_ratio` is its seconds over
-    the default's, both on this processor."""
-    from statistics import median
-
-    from openrm.judge import Judge
-    from toy.judge_stages import judging_settings
-    from toy.world import ToyWorld
-
-    examples = ToyWorld(0).examples(n, "test", ("wiki", "science"), style="short")
-    pairs = [(e["question"], e["answer_a"], e["answer_b"]) for e in examples]
-    retrievers = {c: str(qs / "indexes" / c) for c in ("wiki", "arxiv")}
-    out = {"pairs": n, "bf16": bf16, "reps": reps}
-    modes = ("shared",) + (("plain",) if plain else ()) + (("float32 plain",) if float32_plain else ())
-    settings = judging_settings(CONFIG)
-    for batch in batches:
-        seconds: dict[str, list[float]] = {m: [] for m in modes}
-        letters: dict[str, set[str]] = {m: set() for m in modes}
-        with contextlib.ExitStack() as stack:
-            judge = stack.enter_context(Judge.from_pretrained(
-                qs / MODEL, retrievers=retrievers, batch_size=batch, dtype="bfloat16" if bf16 else None, **settings))
-            judges = {m: judge for m in modes}
-            if float32_plain:
-                judges["float32 plain"] = stack.enter_context(Judge.from_pretrained(
-                    qs / MODEL, retrievers=retrievers, batch_size=batch, dtype=None, **settings))
-                judges["float32 plain"].generator.share_prefill = False
-                judges["float32 plain"].generator.grouped_attention = False
-                judges["float32 plain"].compare_batch(pairs[:2])  # warm-up
-            judge.compare_batch(pairs[:2])  # warm-up
-            for _ in range(reps):
-                for mode in modes:
-                    if mode != "float32 plain":
-                        judge.generator.share_prefill = judge.generator.grouped_attention = mode == "shared"
-                    t = time.perf_counter()
-                    verdicts = judges[mode].compare_batch(pairs)
-                    seconds[mode].append(time.perf_counter() - t)
-                    letters[mode].add("".join(r.answer or "-" for v in verdicts for r in v.orders))
-        row = out[str(batch)] = {"seconds": round(median(seconds["shared"]), 2),
-                                 "pairs_per_s": round(n / median(seconds["shared"]), 3),
-                                 "answered_orders": sum(c != "-" for c in min(letters["shared"]))}
-        if plain:
-            row.update(plain_seconds=round(median(seconds["plain"]), 2),
-                       plain_pairs_per_s=round(n / median(seconds["plain"]), 3),
-                       ratio=round(median(p / s for p, s in zip(seconds["plain"], seconds["shared"], strict=True)), 2),
-                       plain_answered_orders=sum(c != "-" for c in min(letters["plain"])),
-                       same_verdicts=len(letters["shared"] | letters["plain"]) == 1)
-        if float32_plain:
-            base, shared = seconds["float32 plain"], seconds["shared"]
-            row.update(float32_plain_seconds=round(median(base), 2),
-                       float32_plain_pairs_per_s=round(n / median(base), 3),
-                       float32_plain_ratio=round(median(p / s for p, s in zip(base, shared, strict=True)), 2),
-                       float32_plain_answered_orders=sum(c != "-" for c in min(letters["float32 plain"])),
-                       same_verdicts_as_float32=len(letters["shared"] | letters["float32 plain"]) == 1)
-    return out
-
-
-def render_pairs(p: dict, qs: Path) -> str:
-    weights = "bf16" if p["bf16"] else "float32"
-    rows = []
-    for b, v in p.items():
-        if not isinstance(v, dict):
-            continue
-        answered = f"{v['answered_orders']} / {2 * p['pairs']}"
-        if "plain_seconds" in v:
-            rows.append(f"| {b} | {weights} | plain | {v['plain_seconds']} | {v['plain_pairs_per_s']} | "
-                        f"{v.get('plain_answered_orders', '-')} / {2 * p['pairs']} |")
-        if "float32_plain_seconds" in v:
-            rows.append(f"| {b} | float32 | plain | {v['float32_plain_seconds']} | {v['float32_plain_pairs_per_s']} | "
-                        f"{v['float32_plain_answered_orders']} / {2 * p['pairs']} |")
-        rows.append(f"| {b} | {weights} | shared prefill, grouped attention | {v['seconds']} | "
-                    f"**{v['pairs_per_s']}** | {answered} |")
-        ratios = [f"{v['ratio']}× over {weights} plain (same verdicts: {v['same_verdicts']})"] if "ratio" in v else []
-        if "float32_plain_ratio" in v:
-            ratios.append(f"{v['float32_plain_ratio']}× over float32 plain (same verdicts: "
-                          f"{v['same_verdicts_as_float32']})")
-        if ratios:
-            rows.append(f"| {b} | | the default: {'; '.join(ratios)} | | | |")
-    return "\n".join([
-        PAIRS_SECTION, "",
-        f"`.venv/bin/python -m bench.rollout --quickstart {qs} --part pairs` ({p['pairs']} held-out toy pairs, both "
-        f"orders, greedy, with search over the bm25 toy indexes, the judge in {qs / MODEL}; medians of {p['reps']}; "
-        "torch 2.13.0 CPU, 2 cores, alone on the machine).", "",
-        "| rollouts per batch | weights | generator | seconds | pairs / s | orders answered |",
-        "|---|---|---|---|---|---|", *rows, ""])
 
 
 def render(g: dict, qs: Path) -> str:
