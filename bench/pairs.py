@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
+from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Judging throughput, SmolLM2 judge"
@@ -23,9 +24,6 @@ def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf
     both ways gave every order the same letter. `float32_plain`: each repetition also judges with a second judge in
     float32 weights with the work-sharing off (neither lever), interleaved: `float32_plain_ratio` is its seconds over
     the default's, both on this processor."""
-    from statistics import median
-
-    from openrm.judge import Judge
     from toy.judge_stages import judging_settings
     from toy.world import ToyWorld
 
@@ -33,47 +31,57 @@ def pairs_per_second(qs: Path, n: int, batches: tuple[int, ...] = (1, 8, 32), bf
     pairs = [(e["question"], e["answer_a"], e["answer_b"]) for e in examples]
     retrievers = {c: str(qs / "indexes" / c) for c in ("wiki", "arxiv")}
     out = {"pairs": n, "bf16": bf16, "reps": reps}
-    modes = ("shared",) + (("plain",) if plain else ()) + (("float32 plain",) if float32_plain else ())
     settings = judging_settings(CONFIG)
     for batch in batches:
-        seconds: dict[str, list[float]] = {m: [] for m in modes}
-        letters: dict[str, set[str]] = {m: set() for m in modes}
-        with contextlib.ExitStack() as stack:
-            judge = stack.enter_context(Judge.from_pretrained(
-                qs / MODEL, retrievers=retrievers, batch_size=batch, dtype="bfloat16" if bf16 else None, **settings))
-            judges = {m: judge for m in modes}
-            if float32_plain:
-                judges["float32 plain"] = stack.enter_context(Judge.from_pretrained(
-                    qs / MODEL, retrievers=retrievers, batch_size=batch, dtype=None, **settings))
-                judges["float32 plain"].generator.share_prefill = False
-                judges["float32 plain"].generator.grouped_attention = False
-                judges["float32 plain"].compare_batch(pairs[:2])  # warm-up
-            judge.compare_batch(pairs[:2])  # warm-up
-            for _ in range(reps):
-                for mode in modes:
-                    if mode != "float32 plain":
-                        judge.generator.share_prefill = judge.generator.grouped_attention = mode == "shared"
-                    t = time.perf_counter()
-                    verdicts = judges[mode].compare_batch(pairs)
-                    seconds[mode].append(time.perf_counter() - t)
-                    letters[mode].add("".join(r.answer or "-" for v in verdicts for r in v.orders))
+        seconds, letters = _timed(qs, pairs, retrievers, settings, batch, reps,
+                                  {"shared": bf16, **({"plain": bf16} if plain else {}),
+                                   **({"float32 plain": False} if float32_plain else {})})
         row = out[str(batch)] = {"seconds": round(median(seconds["shared"]), 2),
                                  "pairs_per_s": round(n / median(seconds["shared"]), 3),
-                                 "answered_orders": sum(c != "-" for c in min(letters["shared"]))}
+                                 "answered_orders": _answered(letters["shared"])}
         if plain:
-            row.update(plain_seconds=round(median(seconds["plain"]), 2),
-                       plain_pairs_per_s=round(n / median(seconds["plain"]), 3),
-                       ratio=round(median(p / s for p, s in zip(seconds["plain"], seconds["shared"], strict=True)), 2),
-                       plain_answered_orders=sum(c != "-" for c in min(letters["plain"])),
-                       same_verdicts=len(letters["shared"] | letters["plain"]) == 1)
+            row.update(_against(seconds, letters, "plain", n, "plain_", "same_verdicts"))
+            row["ratio"] = row.pop("plain_ratio")
         if float32_plain:
-            base, shared = seconds["float32 plain"], seconds["shared"]
-            row.update(float32_plain_seconds=round(median(base), 2),
-                       float32_plain_pairs_per_s=round(n / median(base), 3),
-                       float32_plain_ratio=round(median(p / s for p, s in zip(base, shared, strict=True)), 2),
-                       float32_plain_answered_orders=sum(c != "-" for c in min(letters["float32 plain"])),
-                       same_verdicts_as_float32=len(letters["shared"] | letters["float32 plain"]) == 1)
+            row.update(_against(seconds, letters, "float32 plain", n, "float32_plain_", "same_verdicts_as_float32"))
     return out
+
+
+def _timed(qs: Path, pairs: list, retrievers: dict, settings: dict, batch: int, reps: int,
+           ways: dict[str, bool]) -> tuple[dict[str, list[float]], dict[str, set[str]]]:
+    """Each way (name: bf16 weights?) judges `pairs` once a repetition, interleaved; only "shared" keeps the
+    generator's work-sharing on. Ways of one dtype share a judge. Returns seconds and the letters each way gave."""
+    from openrm.judge import Judge
+
+    with contextlib.ExitStack() as stack:
+        judges = {}
+        for bf16 in dict.fromkeys(ways.values()):
+            judges[bf16] = stack.enter_context(Judge.from_pretrained(
+                qs / MODEL, retrievers=retrievers, batch_size=batch, dtype="bfloat16" if bf16 else None, **settings))
+            judges[bf16].compare_batch(pairs[:2])  # warm-up
+        seconds: dict[str, list[float]] = {w: [] for w in ways}
+        letters: dict[str, set[str]] = {w: set() for w in ways}
+        for _ in range(reps):
+            for way, bf16 in ways.items():
+                judge = judges[bf16]
+                judge.generator.share_prefill = judge.generator.grouped_attention = way == "shared"
+                t = time.perf_counter()
+                verdicts = judge.compare_batch(pairs)
+                seconds[way].append(time.perf_counter() - t)
+                letters[way].add("".join(r.answer or "-" for v in verdicts for r in v.orders))
+    return seconds, letters
+
+
+def _answered(letters: set[str]) -> int:
+    return sum(c != "-" for c in min(letters))
+
+
+def _against(seconds: dict, letters: dict, way: str, n: int, prefix: str, same: str) -> dict:
+    """A way's seconds, pairs/s, orders answered and its ratio over the default's (median of the repetitions')."""
+    base = seconds[way]
+    return {f"{prefix}seconds": round(median(base), 2), f"{prefix}pairs_per_s": round(n / median(base), 3),
+            f"{prefix}ratio": round(median(b / s for b, s in zip(base, seconds["shared"], strict=True)), 2),
+            f"{prefix}answered_orders": _answered(letters[way]), same: len(letters["shared"] | letters[way]) == 1}
 
 
 def render_pairs(p: dict, qs: Path) -> str:
