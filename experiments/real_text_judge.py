@@ -153,6 +153,7 @@ def main() -> None:
             print(json.dumps(probe_model(args.probe_model, probe, bf16), indent=1))
             return
         sft_dir = args.out / "judge-sft"
+        warm = args.grpo_steps or set(args.rows) != {"zero-shot"}  # a zero-shot table needs no warm-up
         # the data files only: a trainer leaves cache-*.arrow files beside them
         data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("data-*.arrow")))
                                   ).hexdigest()
@@ -170,12 +171,12 @@ def main() -> None:
                                    rival_share=args.rival_share, rival_kinds=args.rival_kinds, seed=args.seed,
                                    epochs=args.sft_epochs, batch=args.sft_batch, learning_rate=args.sft_lr, bf16=bf16,
                                    verdict_weight=args.verdict_weight, schedule=args.sft_schedule, probe=probe,
-                                   probe_every=args.probe_every), "the SFT warm-up")
+                                   probe_every=args.probe_every), "the SFT warm-up") if warm else None
     finally:
         toolbox.close()
     judges = args.out / "judges"
     folders = {"zero-shot": judge_folder(Path(base), judges / "zero-shot", settings),
-               "warm-up": judge_folder(sft_dir, judges / "sft", settings)}
+               **({"warm-up": judge_folder(sft_dir, judges / "sft", settings)} if warm else {})}
     if args.grpo_steps:
         folders["after GRPO"] = exported_grpo(sft_dir, dataset, data, retrievers, settings, args.out, args.grpo_steps,
                                               seed=args.seed, learning_rate=args.grpo_lr, bf16=bf16,
@@ -188,7 +189,7 @@ def main() -> None:
                "settings": {k: settings[k] for k in ("topk", "max_information_tokens")}, "rows": {}}
     results["args"]["dataset"] = str(args.dataset or "")
     results["args"]["index"] = str(args.index or "")
-    results["warm-up"] = json.loads((sft_dir / STAGE).read_text())
+    results["warm-up"] = json.loads((sft_dir / STAGE).read_text()) if warm else None
     curve = sft_dir / "probe.jsonl"
     results["probe"] = [json.loads(line) for line in curve.read_text().splitlines()] if curve.exists() else []
     results["rows"] = earlier_rows(args.out / "results.json", results["warm-up"], args.rows)
