@@ -99,8 +99,7 @@ def main() -> None:
                         help="GRPO: each group one pair, half its completions in each order (train/order_groups.py)")
     parser.add_argument("--rows", nargs="+", default=["warm-up", "warm-up, no search"],
                         choices=ROWS,
-                        help="judge rows to evaluate (each a pass over the test split; zero-shot alone trains "
-                             "nothing)")
+                        help="judge rows to evaluate (one pass over the test split each; zero-shot alone: no warm-up)")
     parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
     parser.add_argument("--probe-pairs", type=int, default=70,
                         help="the warm-up's learning curve: the teacher-forced verdict of the first N test pairs in "
