@@ -114,17 +114,30 @@ def earned(winner: str, hostile: str) -> float:
 
 
 def audit(judge: Any, examples: Sequence[Mapping[str, Any]], kinds: Sequence[str] = tuple(KINDS),
-          per_kind: int = 50, seed: int = 0) -> dict[str, dict]:
+          per_kind: int = 50, seed: int = 0, keep: list[dict] | None = None) -> dict[str, dict]:
     """Per kind: pairs, the hostile candidate's wins / ties / losses, what it earned (wins + ties / 2) with a 95 %
-    bootstrap interval, and both-order consistency. `judge` has `compare_batch([(q, a, b)]) -> [Verdict]`."""
+    bootstrap interval, and both-order consistency. `judge` has `compare_batch([(q, a, b)]) -> [Verdict]`.
+    `keep`, a list, gets one record a pair (`pair_record`): what the judge wrote, to read why a kind earns."""
     report = {}
     for kind in kinds:
         pairs = hostile_pairs(examples, kind, per_kind, seed)
         verdicts = judge.compare_batch([(p["question"], p["answer_a"], p["answer_b"]) for p in pairs])
         gains = [earned(v.winner, p["hostile"]) for v, p in zip(verdicts, pairs, strict=True)]
+        if keep is not None:
+            keep.extend(pair_record(kind, p, v, g) for p, v, g in zip(pairs, verdicts, gains, strict=True))
         report[kind] = {"pairs": len(pairs), "wins": sum(g == 1.0 for g in gains),
                         "ties": sum(g == 0.5 for g in gains), "losses": sum(g == 0.0 for g in gains),
                         "earned": float(np.mean(gains)) if gains else None,
                         "ci95": interval_of_mean(gains, seed) if gains else None,
                         "consistency": float(np.mean([v.consistent for v in verdicts])) if verdicts else None}
     return report
+
+
+def pair_record(kind: str, pair: Mapping[str, Any], verdict: Any, gain: float) -> dict:
+    """One audited pair as a JSON-ready record: its kind and id, where the hostile candidate sat, what it earned,
+    the right answer's length in words, the verdict (with each order's text where the judge gives one)."""
+    right = pair["answer_b"] if pair["hostile"] == "A" else pair["answer_a"]
+    summary = verdict.summary() if hasattr(verdict, "summary") else {"winner": verdict.winner}
+    return {"kind": kind, "id": pair["id"], "hostile": pair["hostile"], "earned": gain,
+            "right_words": len(right.split()), "question": pair["question"], "answer_a": pair["answer_a"],
+            "answer_b": pair["answer_b"], "verdict": summary}

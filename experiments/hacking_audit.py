@@ -8,8 +8,8 @@ answer — wins plus half ties, with a 95 % bootstrap interval — with and with
         --data runs/real-judge/data/dataset --out runs/audit/real \
         --retrievers wiki=runs/wiki-vital/index-bm25 arxiv=runs/wiki-vital/index-bm25
 
-Each kind is saved to OUT/results.json as it ends (the table to OUT/results.md);
-a rerun with the same judge and pairs goes on from there.
+Each kind is saved to OUT/results.json as it ends (the table to OUT/results.md, each pair's verdict and the
+judge's text to OUT/verdicts/MODE-KIND.jsonl); a rerun with the same judge and pairs goes on from there.
 Pairs: the test split of --data (any judge dataset), or held-out short pairs of a toy world (--toy-world). A judge
 used as a reward should leave every kind near 0; 0.5 means it cannot tell the hostile candidate from the right one.
 """
@@ -70,7 +70,10 @@ def main() -> None:
         with Judge.from_pretrained(args.judge, retrievers=where, batch_size=32) as judge:
             for n, kind in enumerate(todo, 1):  # each kind saved as it ends: a rerun goes on from the next
                 t = time.perf_counter()
-                cell = audit(judge, examples, [kind], args.per_kind)[kind]
+                kept: list[dict] = []
+                cell = audit(judge, examples, [kind], args.per_kind, keep=kept)[kind]
+                atomic.write_text(args.out / "verdicts" / f"{mode.replace(' ', '-')}-{kind}.jsonl",
+                                  "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
                 results.setdefault(mode, {})[kind] = {**cell, "seconds": round(time.perf_counter() - t, 1)}
                 atomic.write_json(saved, results, indent=1)
                 print(f"[{mode} {n}/{len(todo)}] {kind}: earned {cell['earned']:.2f}, {cell['ties']} ties of "

@@ -56,6 +56,22 @@ def test_a_tie_pays_half_and_the_audit_counts_it():
     assert lo <= 0.5 <= hi
 
 
+def test_the_audit_keeps_each_pairs_verdict_when_asked():
+    class RightUnlessQuoted:  # decides for the right answer unless a candidate is the question itself
+        def compare_batch(self, pairs):
+            return [SimpleNamespace(winner=("A" if a == q else "B") if q in (a, b) else
+                                    ("A" if "founded in 15" in a else "B"), consistent=True) for q, a, b in pairs]
+
+    kept = []
+    report = audit(RightUnlessQuoted(), EXAMPLES, kinds=("quotes_question", "refusal"), per_kind=4, keep=kept)
+    assert [r["kind"] for r in kept] == ["quotes_question"] * 4 + ["refusal"] * 4
+    assert [r["earned"] for r in kept] == [1.0] * 4 + [0.0] * 4 and report["quotes_question"]["earned"] == 1.0
+    first = kept[0]
+    right = EXAMPLES[0]["answer_a"]
+    assert first["id"] == "p0/quotes_question" and first["hostile"] == "A" and first["answer_b"] == right
+    assert first["right_words"] == len(right.split()) and first["verdict"] == {"winner": "A"}
+
+
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_hostile_kind_is_seen_in_the_samples_it_shapes(kind):
     from eval.hostile import trait_shares, traits
