@@ -72,8 +72,7 @@ def main() -> None:
                 t = time.perf_counter()
                 kept: list[dict] = []
                 cell = audit(judge, examples, [kind], args.per_kind, keep=kept)[kind]
-                atomic.write_text(args.out / "verdicts" / f"{mode.replace(' ', '-')}-{kind}.jsonl",
-                                  "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+                atomic.write_jsonl(args.out / "verdicts" / f"{mode.replace(' ', '-')}-{kind}.jsonl", kept)
                 results.setdefault(mode, {})[kind] = {**cell, "seconds": round(time.perf_counter() - t, 1)}
                 atomic.write_json(saved, results, indent=1)
                 print(f"[{mode} {n}/{len(todo)}] {kind}: earned {cell['earned']:.2f}, {cell['ties']} ties of "
