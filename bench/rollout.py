@@ -48,11 +48,12 @@ SECTION = "## Training: GRPO step time, SmolLM2 judge"
 
 
 def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain: bool = False,
-               trl_update: bool = False) -> dict:
+               trl_update: bool = False, autocast_decoding: bool = False) -> dict:
     """A few GRPO steps of the quickstart's judge, timing the reward function and the rollout next to what `watch`
     already times ("generate", "toolbox"); the rollout's bookkeeping is its time outside those two. `plain`: the
     rollouts' generators with their work-sharing off (`share_prefill`, `grouped_attention`) and the update reading
-    each row's prompt (`share_prompts`); `trl_update`: only the latter."""
+    each row's prompt (`share_prompts`); `trl_update`: only the latter; `autocast_decoding`: the one-token decoding
+    steps under the trainer's bf16 autocast too (`HFGenerator(float32_decoding=False)`)."""
     import openrm.rollout as rollout_module
     from openrm import reward as reward_module
     from openrm.generation import HFGenerator
@@ -65,8 +66,11 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
     watch.clear()
     out = qs / "bench-grpo"
     # the trainer's rollouts build their own generators: with `plain`, built with the work-sharing off
-    sharing = (mock.patch.object(HFGenerator, "__init__", partialmethod(
-        HFGenerator.__init__, share_prefill=False, grouped_attention=False)) if plain else contextlib.nullcontext())
+    off = dict(share_prefill=False, grouped_attention=False) if plain else {}
+    if autocast_decoding:
+        off["float32_decoding"] = False
+    sharing = (mock.patch.object(HFGenerator, "__init__", partialmethod(HFGenerator.__init__, **off)) if off
+               else contextlib.nullcontext())
     prompts = (mock.patch.object(SharedPromptGRPOTrainer, "share_prompts", False) if plain or trl_update
                else contextlib.nullcontext())
     t = time.perf_counter()
@@ -80,6 +84,7 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
     bookkeeping = watch["rollout"] - watch["generate"] - watch["toolbox"]
     outside = watch["toolbox"] + bookkeeping + watch["reward"]
     return {"steps": steps, "bf16": bf16, "plain": plain, "trl_update": trl_update,
+            "autocast_decoding": autocast_decoding,
             "step_time_s": round(step_time, 2), "wall_s": round(wall, 2),
             "generate_s": round(watch["generate"], 2), "toolbox_s": round(watch["toolbox"], 3),
             "bookkeeping_s": round(bookkeeping, 3), "reward_s": round(watch["reward"], 3),
@@ -126,6 +131,9 @@ def main() -> None:
     ap.add_argument("--trl-update", action="store_true",
                     help="--part grpo: the steps with TRL's row-by-row update, the generator's sharing kept (alternate "
                          "runs with and without it: one process a run)")
+    ap.add_argument("--autocast-decoding", action="store_true",
+                    help="--part grpo with --bf16: the rollouts' one-token decoding steps under the trainer's autocast "
+                         "too, not in float32 (alternate runs with and without it: one process a run)")
     ap.add_argument("--bf16", action="store_true",
                     help="GRPO under bf16 autocast (float32 weights), judging with bf16 weights; default float32")
     ap.add_argument("--out", type=Path, default=None,
@@ -156,7 +164,8 @@ def main() -> None:
         print(render_pairs(p, args.quickstart))
         measured["pairs"] = p
     if args.part in ("all", "grpo"):
-        g = grpo_share(args.quickstart, args.steps, watch, args.bf16, args.vs_plain, args.trl_update)
+        g = grpo_share(args.quickstart, args.steps, watch, args.bf16, args.vs_plain, args.trl_update,
+                       args.autocast_decoding)
         print(json.dumps(g), flush=True)
         print(render(g, args.quickstart))
         measured["grpo"] = g

@@ -139,14 +139,16 @@ class HFGenerator:
     `reuse_cache=False` gives a `ResendSession` over `generate`, which prefills every row's whole context again
     each turn. `share_prefill`: a `KVSession` reads its fresh rows' common beginning once and prefills identical
     rows once; `grouped_attention`: CPU decoding reads grouped keys/values in place (`grouped_decoding`). Both only
-    save work (the same tokens, log-probs to float rounding); off, they give the plain path to measure against."""
+    save work (the same tokens, log-probs to float rounding); off, they give the plain path to measure against.
+    `float32_decoding`: see `decoder`."""
 
     def __init__(self, model, tokenizer, batch_size: int | None = None, reuse_cache: bool = True,
-                 share_prefill: bool = True, grouped_attention: bool = True):
+                 share_prefill: bool = True, grouped_attention: bool = True, float32_decoding: bool = True):
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.reuse_cache, self.share_prefill, self.grouped_attention = reuse_cache, share_prefill, grouped_attention
+        self.float32_decoding = float32_decoding
         config = model.generation_config
         eos = config.eos_token_id
         eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
@@ -158,6 +160,17 @@ class HFGenerator:
         pad = config.pad_token_id if config.pad_token_id is not None else tokenizer.pad_token_id
         self.pad_id = eos[0] if pad is None else pad
         self._stop_criteria: dict[tuple[str, ...], object] = {}  # building one scans the whole vocabulary
+
+    def decoder(self, device):
+        """The forward a `KVSession` runs its one-token decoding steps with. A trainer under bf16 mixed precision
+        (accelerate) wraps the model's forward in autocast, which casts every float32 weight to bf16 at each call:
+        on a CPU that cast costs a one-token step more than bf16 arithmetic saves, while a prefill of many tokens
+        gains. So on a CPU, with `float32_decoding`, such a model decodes with its own unwrapped float32 forward
+        (accelerate keeps it as `_original_forward`), prefilling still under autocast; otherwise the model itself."""
+        original = self.model.__dict__.get("_original_forward")
+        if not self.float32_decoding or original is None or device.type != "cpu":
+            return self.model
+        return original
 
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[Generation]:
         rows = [[int(t) for t in p] for p in prompts]

@@ -131,6 +131,11 @@ class KVSession:
             cache.batch_select_indices(index)
             mask, logits = mask[index], logits[index]  # [B, W + L], [B, V]
 
+        decode = gen.decoder(device)
+        if decode is not model:  # float32 steps after an autocast prefill: the cache's bf16 tensors in float32 once
+            dtype = next(model.parameters()).dtype
+            for layer in cache.layers:
+                layer.keys, layer.values = layer.keys.to(dtype), layer.values.to(dtype)
         live = list(range(len(states)))  # chunk index of each batch row still decoding
         ids: list[list[int]] = [[] for _ in states]
         logprobs: list[list[float]] = [[] for _ in states]
@@ -160,8 +165,9 @@ class KVSession:
                 mask, sampled, token = mask[index], sampled[index], token[index]
                 mask = self._compact(cache, mask)
             mask = torch.cat([mask, mask.new_ones(len(live), 1)], dim=1)
-            logits = model(input_ids=token[:, None], attention_mask=mask, position_ids=mask.sum(-1, keepdim=True) - 1,
-                           past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
+            logits = decode(input_ids=token[:, None], attention_mask=mask,
+                            position_ids=mask.sum(-1, keepdim=True) - 1, past_key_values=cache, use_cache=True,
+                            logits_to_keep=1).logits[:, -1]
 
     def _share_prefix(self, states: list[_Row], device) -> None:
         """When every row of the chunk is fresh (nothing cached), read the tokens they all begin with once, in a

@@ -267,3 +267,51 @@ def test_generators_decode_grouped_unless_told_not_to(model, tokenizer, prompts,
     assert set(seen) == {"sdpa"}
     assert [g.token_ids for g in on] == [g.token_ids for g in off]
     assert model.config._attn_implementation == "sdpa"
+
+
+def test_a_bf16_autocast_model_decodes_in_float32_on_the_cpu(tiny_dir, tokenizer, prompts):
+    """Under accelerate's bf16 mixed precision a model's forward runs in autocast. A session prefills through that
+    forward and decodes one token at a time with the unwrapped float32 forward, its cache turned to float32 first;
+    `float32_decoding=False` decodes under autocast. Both write text over several turns, and the float32 steps'
+    log-probs are those of the float32 model at the same tokens."""
+    from accelerate import Accelerator
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.copy_(torch.randn(p.shape, generator=generator) * 0.3)
+    model = Accelerator(cpu=True, mixed_precision="bf16").prepare_model(model)
+    original = model.__dict__["_original_forward"]
+    calls = {"autocast": 0, "float32": 0}
+
+    def count(name, forward):
+        def counted(*args, **kwargs):
+            calls[name] += 1
+            return forward(*args, **kwargs)
+        return counted
+
+    model.forward = count("autocast", model.forward)  # the autocast wrapper, as the trainer calls it
+    model._original_forward = count("float32", original)
+    extra = {0: tokenizer.encode("\n<information>\nVelmora is a river.\n</information>\n"), 1: [], 2: [], 3: []}
+    params = SamplingParams(max_new_tokens=6, temperature=0)
+    got = _play(open_session(HFGenerator(model, tokenizer), prompts), [[0, 1, 2, 3], [0, 2]], params, extra)
+    assert calls["float32"] > 0 and calls["autocast"] > 0  # prefills under autocast, one-token steps in float32
+    assert calls["float32"] >= 2 * calls["autocast"]
+    assert all(len(g[0]) == 6 or g[2] != "length" for turn in got for g in turn)
+    plain = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    plain.load_state_dict(model.state_dict())
+    ids, lps = got[0][0][0], got[0][0][1]
+    with torch.no_grad():  # the float32 model's log-probs of row 0's first turn, past its first (autocast) token
+        logits = plain(input_ids=torch.tensor([prompts[0] + ids])).logits[0, len(prompts[0]) - 1:-1]
+    expected = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(ids)[:, None]).squeeze(-1)
+    # the prompt's keys/values come from the bf16 prefill: measured <= 0.06 apart; a lost cache or a wrong position
+    # moves these log-probs by more than 1
+    torch.testing.assert_close(torch.tensor(lps[1:]), expected[1:], atol=0.15, rtol=0)
+    for name in calls:
+        calls[name] = 0
+    off = HFGenerator(model, tokenizer, float32_decoding=False)
+    _play(open_session(off, prompts), [[0, 1, 2, 3]], params, extra)
+    assert calls["float32"] == 0 and calls["autocast"] > 0
+    assert HFGenerator(model, tokenizer).decoder(torch.device("meta")) is model  # other devices: the model itself
