@@ -8,6 +8,10 @@ takes those keys and values from the pass (an index into the cache, so the gradi
 and runs its last prompt token and its completion on top. Positions (0..L-1, as TRL's forward numbers them), masks
 and the scored positions are TRL's, so the log-probs and entropies are the same numbers; only the work shrinks.
 
+When the loss is taken a few rows at a time (`steps_per_generation` chunks of one optimizer step), TRL's shuffle
+would scatter a prompt's completions over the chunks; here each chunk holds whole prompts (`shuffle_whole_prompts`),
+where that leaves the gradient as it was, and a chunk's columns of padding common to all its rows are not run.
+
 `SharedPromptGRPOTrainer` is GRPOTrainer with this; the judge's, the policy's and the rubric generator's trainers
 use it. It steps aside (TRL's own pass) where a second forward before the backward is not safe or not possible:
 gradient checkpointing (no cache), DeepSpeed, FSDP and DDP, inputs with images, MoE aux losses, chunked passes,
@@ -40,19 +44,51 @@ def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
         return None
     first = torch.empty(distinct.size(0), dtype=torch.long, device=input_ids.device)
     first.scatter_(0, inverse, torch.arange(input_ids.size(0), device=input_ids.device))  # a row of each prompt
+    # columns that are padding in every row (a chunk of a bigger batch keeps the batch's widths) are left out; the
+    # positions stay TRL's (the column index), so the numbers do not move
+    used = attention_mask.bool().any(0).nonzero().flatten()  # [L'] columns with a real token
+    lo, hi = min(int(used[0]), head - 1), max(int(used[-1]) + 1, head + 2)
+    positions = torch.arange(input_ids.size(1), device=input_ids.device)[None]  # [1, L]
     with autocast():
-        cache = model(input_ids=input_ids[first, :head], attention_mask=attention_mask[first, :head],
-                      use_cache=True, logits_to_keep=1).past_key_values
+        cache = model(input_ids=input_ids[first, lo:head], attention_mask=attention_mask[first, lo:head],
+                      position_ids=positions[:, lo:head], use_cache=True, logits_to_keep=1).past_key_values
     if cache is None or not all(type(layer) is DynamicLayer for layer in getattr(cache, "layers", [None])):
         return None  # sliding windows or other caches: not shown to hold whole prompts
     cache.batch_select_indices(inverse)  # [U, ...] -> [B, ...]; gradients flow back to the one pass
-    labels = input_ids[:, head:].masked_fill(attention_mask[:, head:] == 0, -100)  # [B, 1 + C]
+    labels = input_ids[:, head:hi].masked_fill(attention_mask[:, head:hi] == 0, -100)  # [B, 1 + C']
     labels[:, 0] = -100  # the prompt's last token is context, not scored
     with autocast():
-        out = model(input_ids=input_ids[:, head:], attention_mask=attention_mask, past_key_values=cache,
-                    labels=labels, fused_lm_head=True)
-    entropy = out.entropy[:, -logits_to_keep:] if compute_entropy else None
-    return out.log_probs[:, -logits_to_keep:], entropy
+        out = model(input_ids=input_ids[:, head:hi], attention_mask=attention_mask[:, lo:hi],
+                    position_ids=positions[:, head:hi], past_key_values=cache, labels=labels, fused_lm_head=True)
+    cut = input_ids.size(1) - hi  # trailing columns left out: scored 0, as masked positions are
+
+    def scored(values):  # the completion's C' scored columns, then the trailing ones: [B, C]
+        return torch.nn.functional.pad(values[:, -(logits_to_keep - cut):], (0, cut))
+
+    return scored(out.log_probs), scored(out.entropy) if compute_entropy else None
+
+
+WHOLE_PROMPT_LOSSES = ("grpo", "dr_grpo", "dapo")  # per-sequence means, a fixed length, the whole batch's tokens
+
+
+def shuffle_whole_prompts(batch: dict) -> dict:
+    """TRL's `shuffle_sequence_dict` with each prompt's rows kept together: the distinct prompts (`prompt_ids` with
+    `prompt_mask`) in a random order, each prompt's rows in the order they came. Values are permuted as TRL does
+    (tensors of one dimension or more and lists along the first; None and 0-d tensors as they are)."""
+    key = torch.cat([batch["prompt_ids"], batch["prompt_mask"]], dim=1)  # [B, 2P]
+    _, group = torch.unique(key, dim=0, return_inverse=True)  # [B] each row's prompt
+    rank = torch.empty_like(group)
+    rank[torch.randperm(int(group.max()) + 1)] = torch.arange(int(group.max()) + 1)  # the prompts' random order
+    permutation = torch.sort(rank[group], stable=True).indices  # [B]
+
+    def permute(value):
+        if value is None or (isinstance(value, torch.Tensor) and value.ndim == 0):
+            return value
+        if isinstance(value, torch.Tensor):
+            return value[permutation]
+        return [value[i] for i in permutation]
+
+    return {name: permute(value) for name, value in batch.items()}
 
 
 class SharedPromptGRPOTrainer(GRPOTrainer):
@@ -62,6 +98,30 @@ class SharedPromptGRPOTrainer(GRPOTrainer):
     both)."""
 
     share_prompts = True
+
+    def _groups_whole_prompts(self) -> bool:
+        """Whether a generation batch may be cut into chunks of whole prompts rather than shuffled rows: when every
+        optimizer step takes whole generation batches (one pass over the data a batch, its chunks accumulated), the
+        chunks' make-up does not change the gradient for the loss types that normalise per sequence or over the
+        whole batch (and no chunk-wide entropy quantile), and a chunk of one prompt's completions reads that prompt
+        once."""
+        args = self.args
+        return (self.share_prompts and args.steps_per_generation > 1 and self.num_iterations == 1
+                and args.gradient_accumulation_steps % args.steps_per_generation == 0
+                and args.loss_type in WHOLE_PROMPT_LOSSES and args.top_entropy_quantile == 1.0)
+
+    def _prepare_inputs(self, generation_batch):
+        # TRL shuffles a generation batch's rows before cutting it into `steps_per_generation` chunks, so a chunk of
+        # 4 rows holds about 3 distinct prompts; with `_groups_whole_prompts` the shuffle keeps each prompt's rows
+        # together (`shuffle_whole_prompts`)
+        if not (self.model.training and self._groups_whole_prompts()):
+            return super()._prepare_inputs(generation_batch)
+        from unittest import mock
+
+        import trl.trainer.grpo_trainer as grpo
+
+        with mock.patch.object(grpo, "shuffle_sequence_dict", shuffle_whole_prompts):
+            return super()._prepare_inputs(generation_batch)
 
     def _can_share(self, model, batch_size, compute_aux_loss, extra) -> bool:
         from torch.nn.parallel import DistributedDataParallel

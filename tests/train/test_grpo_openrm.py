@@ -111,6 +111,31 @@ def test_two_steps_change_the_parameters_and_log_reward_parts(world_dir, tmp_pat
 
 
 @pytest.mark.slow
+def test_chunks_of_a_generation_batch_hold_whole_prompts_each_read_once(world_dir, tmp_path, monkeypatch):
+    """The loss taken a prompt's completions at a time (4 chunks of one optimizer step): every chunk is one
+    prompt's rows, so each update pass reads one prompt, once."""
+    import torch
+
+    from train import shared_prompt
+    from train.judge_trainer import parse, train_judge
+
+    prompts = []  # the distinct prompts of each update pass
+    real = shared_prompt.shared_prompt_logps
+
+    def counting(model, input_ids, attention_mask, logits_to_keep, *a, **k):
+        head = input_ids.size(1) - logits_to_keep
+        prompts.append(len(torch.unique(input_ids[:, :head] * attention_mask[:, :head], dim=0)))
+        return real(model, input_ids, attention_mask, logits_to_keep, *a, **k)
+
+    monkeypatch.setattr(shared_prompt, "shared_prompt_logps", counting)
+    args = _args(world_dir, tmp_path / "run", "--max_steps", "1", "--save_strategy", "no")
+    args[args.index("--per_device_train_batch_size") + 1] = str(N_GEN)
+    trainer = train_judge(*parse([*args, "--gradient_accumulation_steps", "4"]))
+    assert trainer.state.global_step == 1
+    assert prompts == [1, 1, 1, 1]
+
+
+@pytest.mark.slow
 def test_resume_continues_the_step_and_the_optimizer(world_dir, tmp_path):
     import torch
 

@@ -124,3 +124,56 @@ def test_the_trainers_share_unless_told_not_to():
     assert not can(SimpleNamespace(**{**vars(trainer), "args": SimpleNamespace(gradient_checkpointing=True)}),
                    None, None, False, {})
     assert not can(SimpleNamespace(**{**vars(trainer), "share_prompts": False}), None, None, False, {})
+
+
+def test_a_chunks_common_padding_is_left_out_with_trls_positions(model):
+    """A chunk cut from a bigger batch keeps the batch's widths: columns of padding in all its rows, before the
+    prompts and after the completions. They are not run, the positions stay the column index, and the numbers are
+    TRL's; the columns left out at the end are scored 0, as a masked position."""
+    ids, mask, keep = _batch(model.config.vocab_size, prompts=1, per_prompt=4, prompt_len=9, completion_len=6)
+    ids, mask = ids.clone(), mask.clone()
+    assert (mask[:, :3] == 0).all() and (mask[:, 3:9] == 1).all()  # the one prompt is left-padded by 3
+    ids[:, -2:], mask[:, -2:] = 0, 0  # and two after every completion
+    logps, entropy, grads, positions = _run(model, False, ids, mask, keep)
+    logps_s, entropy_s, grads_s, positions_s = _run(model, True, ids, mask, keep)
+    assert positions == [4 * 15]
+    assert positions_s == [1 * 5, 4 * 5]  # 9 - 3 - 1 prompt columns once, then 1 + 6 - 2 a row
+    assert logps_s.shape == logps.shape == (4, keep)
+    scored = mask[:, -keep:] == 1
+    assert torch.allclose(logps[scored], logps_s[scored], atol=1e-5)
+    assert torch.allclose(entropy[scored], entropy_s[scored], atol=1e-5)
+    assert (logps_s[:, -2:] == 0).all() and (logps_s[scored] != 0).all()
+    for name, grad in grads.items():
+        assert torch.allclose(grad, grads_s[name], atol=1e-5), name
+
+
+def test_whole_prompts_stay_together_when_the_chunks_make_one_step():
+    from train.shared_prompt import SharedPromptGRPOTrainer, shuffle_whole_prompts
+
+    prompts = torch.tensor([[5, 6], [7, 8], [0, 9]]).repeat_interleave(4, dim=0)[torch.randperm(12)]  # [12, 2]
+    batch = {"prompt_ids": prompts, "prompt_mask": (prompts != 0).long(), "advantages": torch.arange(12.0),
+             "ids": list(range(12)), "old_per_token_logps": None, "num_items_in_batch": torch.tensor(30)}
+    torch.manual_seed(0)
+    out = shuffle_whole_prompts(batch)
+    chunks = out["prompt_ids"].view(3, 4, 2)
+    assert all((chunk == chunk[0]).all() for chunk in chunks)  # cut in 3, each chunk is one prompt's 4 rows
+    assert sorted(out["ids"]) == list(range(12)) and out["old_per_token_logps"] is None
+    assert torch.equal(out["advantages"], torch.tensor(out["ids"], dtype=torch.float))  # every value moved alike
+    assert out["num_items_in_batch"] == 30
+    rows = [(sorted(map(tuple, shuffle_whole_prompts(batch)["prompt_ids"].view(3, 4, 2)[:, 0].tolist())))
+            for _ in range(8)]
+    assert all(r == sorted({(5, 6), (7, 8), (0, 9)}) for r in rows)
+    orders = {tuple(shuffle_whole_prompts(batch)["prompt_ids"][::4, 0].tolist()) for _ in range(20)}
+    assert len(orders) > 1  # the prompts' order is random
+
+    def trainer(**args):
+        base = dict(steps_per_generation=4, gradient_accumulation_steps=4, loss_type="grpo", top_entropy_quantile=1.0)
+        return SimpleNamespace(share_prompts=True, num_iterations=1, args=SimpleNamespace(**{**base, **args}))
+
+    groups = SharedPromptGRPOTrainer._groups_whole_prompts
+    assert groups(trainer())
+    assert not groups(trainer(steps_per_generation=1))  # one chunk: nothing to group
+    assert not groups(trainer(gradient_accumulation_steps=2))  # two optimizer steps a batch: the mix matters
+    assert not groups(trainer(loss_type="bnpo"))  # normalised over a chunk's tokens
+    assert not groups(trainer(top_entropy_quantile=0.2))
+    assert not groups(SimpleNamespace(**{**vars(trainer()), "num_iterations": 2}))
