@@ -48,12 +48,16 @@ SECTION = "## Training: GRPO step time, SmolLM2 judge"
 
 
 def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain: bool = False,
-               trl_update: bool = False, autocast_decoding: bool = False) -> dict:
+               trl_update: bool = False, autocast_decoding: bool = False, shuffled_chunks: bool = False,
+               config: Path = CONFIG, model: Path | None = None, dataset: Path | None = None,
+               retrievers: list[str] | None = None) -> dict:
     """A few GRPO steps of the quickstart's judge, timing the reward function and the rollout next to what `watch`
     already times ("generate", "toolbox"); the rollout's bookkeeping is its time outside those two. `plain`: the
     rollouts' generators with their work-sharing off (`share_prefill`, `grouped_attention`) and the update reading
     each row's prompt (`share_prompts`); `trl_update`: only the latter; `autocast_decoding`: the one-token decoding
-    steps under the trainer's bf16 autocast too (`HFGenerator(float32_decoding=False)`)."""
+    steps under the trainer's bf16 autocast too (`HFGenerator(float32_decoding=False)`); `shuffled_chunks`: a
+    batch whose loss is taken in chunks cut from TRL's shuffled rows (`SharedPromptGRPOTrainer.group_prompts`).
+    `config`, `model`, `dataset` and `retrievers` replace the quickstart's (e.g. the real-text recipe)."""
     import openrm.rollout as rollout_module
     from openrm import reward as reward_module
     from openrm.generation import HFGenerator
@@ -73,18 +77,20 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
                else contextlib.nullcontext())
     prompts = (mock.patch.object(SharedPromptGRPOTrainer, "share_prompts", False) if plain or trl_update
                else contextlib.nullcontext())
+    chunks = (mock.patch.object(SharedPromptGRPOTrainer, "group_prompts", False) if shuffled_chunks
+              else contextlib.nullcontext())
     t = time.perf_counter()
-    with sharing, prompts:
+    retrievers = retrievers or [f"wiki={qs / 'indexes' / 'wiki'}", f"arxiv={qs / 'indexes' / 'arxiv'}"]
+    with sharing, prompts, chunks:
         trainer = judge_trainer.train_judge(*judge_trainer.configs(
-            CONFIG, model_name_or_path=qs / MODEL, dataset=qs / "data" / "dataset", output_dir=out, max_steps=steps,
-            save_strategy="no", retrievers=[f"wiki={qs / 'indexes' / 'wiki'}", f"arxiv={qs / 'indexes' / 'arxiv'}"],
-            bf16=bf16))
+            config, model_name_or_path=model or qs / MODEL, dataset=dataset or qs / "data" / "dataset",
+            output_dir=out, max_steps=steps, save_strategy="no", retrievers=retrievers, bf16=bf16))
     wall = time.perf_counter() - t
     step_time = sum(h["step_time"] for h in trainer.state.log_history if "step_time" in h)
     bookkeeping = watch["rollout"] - watch["generate"] - watch["toolbox"]
     outside = watch["toolbox"] + bookkeeping + watch["reward"]
     return {"steps": steps, "bf16": bf16, "plain": plain, "trl_update": trl_update,
-            "autocast_decoding": autocast_decoding,
+            "autocast_decoding": autocast_decoding, "shuffled_chunks": shuffled_chunks, "config": str(config),
             "step_time_s": round(step_time, 2), "wall_s": round(wall, 2),
             "generate_s": round(watch["generate"], 2), "toolbox_s": round(watch["toolbox"], 3),
             "bookkeeping_s": round(bookkeeping, 3), "reward_s": round(watch["reward"], 3),
@@ -95,14 +101,15 @@ def render(g: dict, qs: Path) -> str:
     import yaml
 
     update = g["step_time_s"] - g["generate_s"] - g["toolbox_s"] - g["bookkeeping_s"] - g["reward_s"]
-    cfg = yaml.safe_load((ROOT / "configs/grpo_openrm/smollm2_cpu.yaml").read_text(encoding="utf-8"))
+    config = Path(g.get("config", CONFIG))
+    cfg = yaml.safe_load(config.read_text(encoding="utf-8"))
     per_step = cfg["per_device_train_batch_size"] * cfg.get("gradient_accumulation_steps", 1)
     shape = f"{per_step // cfg['num_generations']} prompts x {cfg['num_generations']} completions a step"
     return "\n".join([
         SECTION, "",
         f"`.venv/bin/python -m bench.rollout --quickstart {qs} --part grpo --steps {g['steps']}"
         f"{' --bf16' if g['bf16'] else ''}` (SmolLM2 after the quickstart's SFT warm-up, "
-        f"configs/grpo_openrm/smollm2_cpu.yaml: {shape}"
+        f"{config.relative_to(ROOT) if config.is_relative_to(ROOT) else config}: {shape}"
         f"{', under bf16 autocast' if g['bf16'] else ', float32'}; torch "
         "2.13.0 CPU, 2 cores, bm25 toy indexes in process). Seconds summed over the steps.", "",
         "| part of the step | seconds | share |", "|---|---|---|",
@@ -134,13 +141,21 @@ def main() -> None:
     ap.add_argument("--autocast-decoding", action="store_true",
                     help="--part grpo with --bf16: the rollouts' one-token decoding steps under the trainer's autocast "
                          "too, not in float32 (alternate runs with and without it: one process a run)")
+    ap.add_argument("--shuffled-chunks", action="store_true",
+                    help="--part grpo: a batch whose loss is taken in chunks (the real-text config) cut from TRL's "
+                         "shuffled rows, not whole prompts (alternate runs with and without it)")
+    ap.add_argument("--config", type=Path, default=CONFIG, help="--part grpo: the GRPO config")
+    ap.add_argument("--model", type=Path, default=None, help="--part grpo: the judge (default: QUICKSTART/judge-sft)")
+    ap.add_argument("--dataset", type=Path, default=None, help="--part grpo: (default: QUICKSTART/data/dataset)")
+    ap.add_argument("--retrievers", nargs="+", default=None,
+                    help="--part grpo: CORPUS=LOCATION (default: the quickstart's toy indexes)")
     ap.add_argument("--bf16", action="store_true",
                     help="GRPO under bf16 autocast (float32 weights), judging with bf16 weights; default float32")
     ap.add_argument("--out", type=Path, default=None,
                     help="write the measurements here as JSON; the printed tables go into bench/RESULTS.md's "
                          "fragments by hand, beside the parts written there that no run prints")
     args = ap.parse_args()
-    if not (args.quickstart / MODEL).is_dir():
+    if not (args.model or args.quickstart / MODEL).is_dir():
         sys.exit(f"{args.quickstart}/{MODEL} missing: run `make quickstart` first")
     from openrm.generation import HFGenerator
     from openrm.kv_session import KVSession
@@ -165,7 +180,8 @@ def main() -> None:
         measured["pairs"] = p
     if args.part in ("all", "grpo"):
         g = grpo_share(args.quickstart, args.steps, watch, args.bf16, args.vs_plain, args.trl_update,
-                       args.autocast_decoding)
+                       args.autocast_decoding, args.shuffled_chunks, args.config, args.model, args.dataset,
+                       args.retrievers)
         print(json.dumps(g), flush=True)
         print(render(g, args.quickstart))
         measured["grpo"] = g

@@ -95,9 +95,10 @@ class SharedPromptGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose log-prob passes read each distinct prompt once (`shared_prompt_logps`).
 
     `share_prompts = False` (on the class or an instance) gives TRL's row-by-row pass (`bench.grpo_update` times
-    both)."""
+    both); `group_prompts = False` keeps TRL's shuffled chunks."""
 
     share_prompts = True
+    group_prompts = True  # False: TRL's shuffled chunks (bench.rollout --shuffled-chunks)
 
     def _groups_whole_prompts(self) -> bool:
         """Whether a generation batch may be cut into chunks of whole prompts rather than shuffled rows: when every
@@ -106,7 +107,8 @@ class SharedPromptGRPOTrainer(GRPOTrainer):
         whole batch (and no chunk-wide entropy quantile), and a chunk of one prompt's completions reads that prompt
         once."""
         args = self.args
-        return (self.share_prompts and args.steps_per_generation > 1 and self.num_iterations == 1
+        return (self.share_prompts and self.group_prompts and args.steps_per_generation > 1
+                and self.num_iterations == 1
                 and args.gradient_accumulation_steps % args.steps_per_generation == 0
                 and args.loss_type in WHOLE_PROMPT_LOSSES and args.top_entropy_quantile == 1.0)
 

@@ -168,7 +168,8 @@ def test_whole_prompts_stay_together_when_the_chunks_make_one_step():
 
     def trainer(**args):
         base = dict(steps_per_generation=4, gradient_accumulation_steps=4, loss_type="grpo", top_entropy_quantile=1.0)
-        return SimpleNamespace(share_prompts=True, num_iterations=1, args=SimpleNamespace(**{**base, **args}))
+        return SimpleNamespace(share_prompts=True, group_prompts=True, num_iterations=1,
+                               args=SimpleNamespace(**{**base, **args}))
 
     groups = SharedPromptGRPOTrainer._groups_whole_prompts
     assert groups(trainer())
@@ -177,3 +178,4 @@ def test_whole_prompts_stay_together_when_the_chunks_make_one_step():
     assert not groups(trainer(loss_type="bnpo"))  # normalised over a chunk's tokens
     assert not groups(trainer(top_entropy_quantile=0.2))
     assert not groups(SimpleNamespace(**{**vars(trainer()), "num_iterations": 2}))
+    assert not groups(SimpleNamespace(**{**vars(trainer()), "group_prompts": False}))
