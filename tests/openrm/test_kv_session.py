@@ -28,8 +28,13 @@ ATOL = 1e-4  # measured differences stay below 2e-5; a padding or position leak 
 def model(tiny_dir):
     """The tiny model with larger random weights: the stock initialisation is so flat that greedy decoding writes
     newlines only, which would make 'the same ids' an empty claim."""
+    return _sharpened(tiny_dir, seed=0)
+
+
+def _sharpened(tiny_dir, seed: int):
+    """The tiny model with every matrix drawn again at 0.3 scale (`seed`)."""
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() == 2:
@@ -276,13 +281,7 @@ def test_a_bf16_autocast_model_decodes_in_float32_on_the_cpu(tiny_dir, tokenizer
     log-probs are those of the float32 model at the same tokens."""
     from accelerate import Accelerator
 
-    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.copy_(torch.randn(p.shape, generator=generator) * 0.3)
-    model = Accelerator(cpu=True, mixed_precision="bf16").prepare_model(model)
+    model = Accelerator(cpu=True, mixed_precision="bf16").prepare_model(_sharpened(tiny_dir, seed=1))
     original = model.__dict__["_original_forward"]
     calls = {"autocast": 0, "float32": 0}
 
