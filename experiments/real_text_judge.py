@@ -15,7 +15,8 @@ Stages (each cached under --out and reused when its inputs match; GRPO resumes f
    --train-kinds and --train-lengths (by default `numbers` and `swap`, one sentence or two to three: the test
    split's other kinds and the whole lead are then held out), its learning curve in `<out>/judge-sft/probe.jsonl`;
 4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, `toy.judge_stages.exported_grpo`) on the whole train split
-   (every kind and length) and export, when --grpo-steps > 0 (from a searching warm-up only);
+   (every kind and length) and export, when --grpo-steps > 0 (from a searching warm-up only); or --judge, a model
+   trained elsewhere (e.g. that judge on another --dataset), in its place with no warm-up;
 5. `eval.run --benchmark in-domain` on the test split, both orders, greedy, one pass per --rows row
    (`eval.judge_table`: the 95 % bootstrap interval, accuracy by kind and by length, the same-letter rate, ties and
    unparsed orders), beside the lexical reference and "the longer answer wins".
@@ -58,9 +59,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/real-judge"))
     parser.add_argument("--dataset", type=Path, default=None, help="a pair dataset folder (default: wiki pairs)")
-    parser.add_argument("--n-train", type=int, default=2640,
-                        help="train pairs over every kind and length (the warm-up takes those --train-kinds and "
-                             "--train-lengths name, each in both orders)")
+    parser.add_argument("--n-train", type=int, default=2640, help="train pairs over every kind and length "
+                        "(the warm-up takes those --train-kinds and --train-lengths name, each in both orders)")
     parser.add_argument("--n-test", type=int, default=210)
     parser.add_argument("--holdout-kind", default="", help="train on every kind but this one (it stays in test)")
     parser.add_argument("--train-kinds", nargs="*", default=["numbers", "swap"],
@@ -72,10 +72,9 @@ def main() -> None:
     parser.add_argument("--index", type=Path, default=None, help="default: bm25 over the packaged lead sections")
     parser.add_argument("--trace", default="quotes", choices=TRACES,
                         help="after the evidence: the letter alone, or the evidence span then the letter; or "
-                             "'retrieved': the evidence in the prompt before the answers, then the letter (judge it "
-                             "with the row 'warm-up, retrieve-then-judge'); 'quotes': after the evidence, "
-                             "where the answers part, quoted from each, then the letter; or 'restate': after the "
-                             "evidence, both answers copied whole, then the letter")
+                             "'retrieved': the evidence in the prompt before the answers (row 'warm-up, "
+                             "retrieve-then-judge'); 'quotes': where the answers part, quoted from each; or "
+                             "'restate': both answers copied whole; then the letter")
     parser.add_argument("--sft-epochs", type=float, default=1.0)
     parser.add_argument("--sft-batch", type=int, default=8)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
@@ -83,16 +82,14 @@ def main() -> None:
                         help="the warm-up's learning rate after its first tenth of steps: cosine decay, or held")
     parser.add_argument("--verdict-weight", type=float, default=10.0,
                         help="the verdict letters' weight in the SFT loss (train/plain_head.py)")
-    parser.add_argument("--rival-share", type=float, default=0.0,
-                        help="share of the pairs (warm-up and GRPO) whose wrong answer becomes a hedge, an evasion or "
-                             "forged markup (data_synthesis.hostile_rivals), so the judge does not pay a candidate "
-                             "for gaming it")
-    parser.add_argument("--rival-kinds", nargs="+", default=list(RIVAL_KINDS), choices=RIVAL_KINDS,
-                        help="the rivals' kinds (warm-up and GRPO)")
+    parser.add_argument("--rival-share", type=float, default=0.0, help="share of the pairs (warm-up and GRPO) whose "
+                        "wrong answer becomes a hedge, an evasion or forged markup (data_synthesis.hostile_rivals)")
+    parser.add_argument("--rival-kinds", nargs="+", default=list(RIVAL_KINDS), choices=RIVAL_KINDS)
     parser.add_argument("--grpo-rival-share", type=float, default=None, help="GRPO's share (default: --rival-share)")
-    parser.add_argument("--bf16", choices=("true", "false"), default="true",
-                        help="bf16 autocast for SFT and GRPO (float32 weights)")
+    parser.add_argument("--bf16", choices=("true", "false"), default="true", help="autocast for SFT and GRPO")
     parser.add_argument("--grpo-steps", type=int, default=0)
+    parser.add_argument("--judge", type=Path, default=None, help="a model trained elsewhere, judged as it is by "
+                        "the 'after GRPO' rows (no warm-up or GRPO here): e.g. a trained judge on another --dataset")
     parser.add_argument("--grpo-lr", type=float, default=1e-5)
     parser.add_argument("--both-orders-reward", action="store_true", help="GRPO: pay a pair only in both orders")
     parser.add_argument("--order-groups", action="store_true",
@@ -101,9 +98,8 @@ def main() -> None:
                         choices=ROWS,
                         help="judge rows to evaluate (one pass over the test split each; zero-shot alone: no warm-up)")
     parser.add_argument("--eval-limit", type=int, default=0, help="judge only the first N test pairs (0: all)")
-    parser.add_argument("--probe-pairs", type=int, default=70,
-                        help="the warm-up's learning curve: the teacher-forced verdict of the first N test pairs in "
-                             "both orders (train/verdict_probe.py) every --probe-every steps (0: no probe)")
+    parser.add_argument("--probe-pairs", type=int, default=70, help="the warm-up's learning curve: the teacher-"
+                        "forced verdict of the first N test pairs in both orders every --probe-every steps (0: none)")
     parser.add_argument("--probe-every", type=int, default=20)
     parser.add_argument("--probe-model", default="",
                         help="only probe this model (folder or packaged name) on the test pairs, print and exit")
@@ -116,6 +112,8 @@ def main() -> None:
         parser.error("--both-orders-reward and --order-groups are two ways to train both orders: choose one")
     if args.holdout_kind and args.grpo_steps:
         parser.error("--holdout-kind leaves a kind out of the warm-up only: GRPO reads the whole train split")
+    if args.judge and (args.grpo_steps or not set(args.rows) <= {"after GRPO", "after GRPO, no search"}):
+        parser.error("--judge is judged as it is: no --grpo-steps, and only the rows of 'after GRPO'")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from transformers import AutoTokenizer
@@ -153,7 +151,7 @@ def main() -> None:
             print(json.dumps(probe_model(args.probe_model, probe, bf16), indent=1))
             return
         sft_dir = args.out / "judge-sft"
-        warm = args.grpo_steps or set(args.rows) != {"zero-shot"}  # a zero-shot table needs no warm-up
+        warm = not args.judge and (args.grpo_steps or set(args.rows) != {"zero-shot"})  # zero-shot: no warm-up
         # the data files only: a trainer leaves cache-*.arrow files beside them
         data_sha = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(dataset).rglob("data-*.arrow")))
                                   ).hexdigest()
@@ -184,11 +182,12 @@ def main() -> None:
                                               rival_share=args.rival_share if args.grpo_rival_share is None
                                               else args.grpo_rival_share,
                                               order_groups=args.order_groups, config=CONFIG)
+    elif args.judge:
+        folders["after GRPO"] = judge_folder(args.judge, judges / "grpo", settings)
     results = {"gold": json.loads((sft_dir / "gold_stats.json").read_text())
                if (sft_dir / "gold_stats.json").exists() else None, "args": vars(args) | {"out": str(args.out)},
                "settings": {k: settings[k] for k in ("topk", "max_information_tokens")}, "rows": {}}
-    results["args"]["dataset"] = str(args.dataset or "")
-    results["args"]["index"] = str(args.index or "")
+    results["args"] |= {k: str(getattr(args, k) or "") for k in ("dataset", "index", "judge")}
     results["warm-up"] = json.loads((sft_dir / STAGE).read_text()) if warm else None
     curve = sft_dir / "probe.jsonl"
     results["probe"] = [json.loads(line) for line in curve.read_text().splitlines()] if curve.exists() else []

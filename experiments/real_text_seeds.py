@@ -12,6 +12,8 @@ differ in their warm-up and GRPO draws, never in their test articles. Each seed 
 only what is missing. --parallel runs that many seeds at once: on one GPU small jobs like these share it (with CUDA
 MPS, `nvidia-cuda-mps-control -d`, their kernels overlap); on a CPU keep 1, since two torch jobs on the same cores
 slow each other down more than they gain. The table goes to `<out>/results.md` and `<out>/results.json`.
+A recipe of two stages runs as two commands, the second with --warm-from the first's --out (each seed on top of its
+own first stage) and the first's pairs as --dataset.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ from experiments.processes import run_logged
 from plumbing import atomic
 
 
-def seed_command(out: Path, seed: int, dataset: Path, passed: list[str]) -> list[str]:
-    """The command line of one seed's run."""
+def seed_command(out: Path, seed: int, dataset: Path, passed: list[str], warm_from: Path | None = None) -> list[str]:
+    """The command line of one seed's run; with `warm_from`, from that seed's own warm-up there."""
+    start = ["--model", str(warm_from / f"s{seed}" / "judge-sft")] if warm_from else []
     return [sys.executable, "-m", "experiments.real_text_judge", "--out", str(out / f"s{seed}"), "--seed", str(seed),
-            "--dataset", str(dataset), *passed]
+            "--dataset", str(dataset), *start, *passed]
 
 
 def without_option(words: list[str], option: str) -> list[str]:
@@ -56,11 +59,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/real-judge-seeds"), help="one folder per seed in here")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="the first also draws the pairs")
     parser.add_argument("--parallel", type=int, default=1, help="seeds run at once (GPU: 2-3; CPU: 1)")
+    parser.add_argument("--warm-from", type=Path, default=None,
+                        help="an earlier run of this command: each seed starts from its own warm-up there "
+                             "(<dir>/s<seed>/judge-sft), e.g. a second warm-up stage or GRPO on top; pass that "
+                             "run's pairs as --dataset <dir>/data/dataset")
     args = parser.parse_args(own)
     if args.parallel < 1 or len(set(args.seeds)) != len(args.seeds):
         parser.error("--parallel must be ≥ 1 and --seeds distinct")
-    if {"--out", "--seed"} & set(passed):
-        parser.error("--out and --seed are this command's own: give them before `--`")
+    if {"--out", "--seed"} & set(passed) or (args.warm_from and {"--model"} & set(passed)):
+        parser.error("--out, --seed (and --model with --warm-from) are this command's own: give them before `--`")
+    if args.warm_from and "--dataset" not in " ".join(passed):
+        parser.error("--warm-from: pass the earlier run's pairs (--dataset DIR/data/dataset), so each seed "
+                     "judges the pairs its warm-up held out")
+    missing = [s for s in args.seeds if args.warm_from and not (args.warm_from / f"s{s}" / "judge-sft" / "config.json")
+               .is_file()]
+    if missing:
+        parser.error(f"--warm-from {args.warm_from}: no warm-up (s<seed>/judge-sft) for seeds {missing}")
     # the pairs, once: real_text_judge's own --dataset, or the packaged Wikipedia pairs of the first seed
     given = argparse.ArgumentParser(add_help=False)
     given.add_argument("--dataset", type=Path)
@@ -79,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     def one(seed: int) -> tuple[int, int, float]:
         started = time.perf_counter()
         print(f"seed {seed}: running (log {args.out / f's{seed}.log'})", flush=True)
-        code = run_logged(seed_command(args.out, seed, dataset, passed), args.out / f"s{seed}.log", threads)
+        code = run_logged(seed_command(args.out, seed, dataset, passed, args.warm_from), args.out / f"s{seed}.log",
+                          threads)
         print(f"seed {seed}: {'done' if code == 0 else f'failed (exit {code})'} in "
               f"{time.perf_counter() - started:.0f} s", flush=True)
         return seed, code, time.perf_counter() - started

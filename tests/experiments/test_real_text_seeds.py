@@ -67,3 +67,43 @@ def test_an_option_and_its_value_are_dropped_in_either_spelling():
     from experiments.real_text_seeds import without_option
 
     assert without_option(["--a", "1", "--dataset", "x", "--b", "--dataset=y"], "--dataset") == ["--a", "1", "--b"]
+
+
+def test_a_second_stage_starts_each_seed_from_its_own_first_stage(tmp_path, monkeypatch):
+    from experiments import real_text_seeds as seeds
+
+    first = tmp_path / "first"
+    for seed in (0, 1):
+        (first / f"s{seed}" / "judge-sft").mkdir(parents=True)
+        (first / f"s{seed}" / "judge-sft" / "config.json").write_text("{}")
+    ran = []
+    monkeypatch.setattr(seeds, "run_logged", lambda command, log, threads: ran.append(command) or 1)
+    seeds.main(["--out", str(tmp_path / "second"), "--seeds", "0", "1", "--warm-from", str(first), "--",
+                "--dataset", str(first / "data" / "dataset"), "--rows", "after GRPO"])
+    models = {int(c[c.index("--seed") + 1]): c[c.index("--model") + 1] for c in ran}
+    assert models == {0: str(first / "s0" / "judge-sft"), 1: str(first / "s1" / "judge-sft")}
+    assert all(c.count("--model") == 1 for c in ran)
+
+
+@pytest.mark.parametrize("passed, message", [
+    (["--rows", "warm-up"], "pass the earlier run's pairs"),  # its own pairs would hold the warm-up's train articles
+    (["--dataset", "d", "--model", "m"], "this command's own"),
+])
+def test_a_second_stage_is_refused_without_the_first_stages_pairs_or_with_another_model(tmp_path, capsys, passed,
+                                                                                      message):
+    from experiments import real_text_seeds as seeds
+
+    with pytest.raises(SystemExit):
+        seeds.main(["--out", str(tmp_path / "o"), "--seeds", "0", "--warm-from", str(tmp_path), "--", *passed])
+    assert message in capsys.readouterr().err
+
+
+def test_a_second_stage_is_refused_when_a_seed_has_no_first_stage(tmp_path, capsys):
+    from experiments import real_text_seeds as seeds
+
+    (tmp_path / "first" / "s0" / "judge-sft").mkdir(parents=True)
+    (tmp_path / "first" / "s0" / "judge-sft" / "config.json").write_text("{}")
+    with pytest.raises(SystemExit):
+        seeds.main(["--out", str(tmp_path / "o"), "--seeds", "0", "2", "--warm-from", str(tmp_path / "first"), "--",
+                    "--dataset", "d"])
+    assert "seeds [2]" in capsys.readouterr().err
