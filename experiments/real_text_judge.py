@@ -5,23 +5,18 @@ held-out articles.
     .venv/bin/python -m experiments.real_text_judge [--out runs/real-judge] [--seed 0] [--grpo-steps 0]
 
 Stages (each cached under --out and reused when its inputs match; GRPO resumes from its last checkpoint):
-1. the pair dataset: `data_synthesis.wiki_judge_pairs` (an article's lead section cut to one sentence, two or three
-   sentences or the whole lead, against the same text with one kind of error put in; test articles, and every
-   article a test pair borrows from, never in train), or --dataset (any `data_synthesis.build_dataset` output);
-   --holdout-kind trains on every kind but one, so the table shows a kind the judge never saw;
+1. the pairs: `data_synthesis.wiki_judge_pairs` (a lead section cut to one sentence, two or three or the whole lead,
+   against the same text with one kind of error put in; test articles, and every article a test pair borrows from,
+   never in train), or --dataset (any `data_synthesis.build_dataset` output); --holdout-kind leaves a kind out;
 2. what a bm25 search of the packaged lead sections shows for each test pair: its evidence coverage and the lexical
    reference (the answer sharing more of its words with that evidence wins);
 3. the SFT warm-up (`toy.judge_stages.gold_warm_up`) on gold trajectories (--trace) of the train pairs of
-   --train-kinds and --train-lengths (by default `numbers` and `swap`, one sentence or two to three: the test
-   split's other kinds and the whole lead are then held out), its learning curve in `<out>/judge-sft/probe.jsonl`;
-4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, `toy.judge_stages.exported_grpo`) on the whole train split
-   (every kind and length) and export, when --grpo-steps > 0 (from a searching warm-up only); or --judge, a model
-   trained elsewhere (e.g. that judge on another --dataset), in its place with no warm-up;
+   --train-kinds and --train-lengths, its learning curve in `<out>/judge-sft/probe.jsonl`;
+4. GRPO (`configs/grpo_openrm/smollm2_wiki_cpu.yaml`, `toy.judge_stages.exported_grpo`) on the whole train split, or
+   on the pairs the warm-up has not settled (--grpo-unsettled), and export; or --judge, a model trained elsewhere;
 5. `eval.run --benchmark in-domain` on the test split, both orders, greedy, one pass per --rows row
-   (`eval.judge_table`: the 95 % bootstrap interval, accuracy by kind and by length, the same-letter rate, ties and
-   unparsed orders), beside the lexical reference and "the longer answer wins".
-
-Results go to `<out>/results.json` and `<out>/results.md`.
+   (`eval.judge_table`: bootstrap interval, accuracy by kind and length, same-letter rate, ties, unparsed orders),
+   beside the lexical reference and "the longer answer wins". Results: `<out>/results.json` and `results.md`.
 """
 
 from __future__ import annotations
@@ -42,7 +37,7 @@ from openrm.models import resolve
 from plumbing import atomic
 from plumbing.records import STAGE
 from retrieval.wikipedia import packaged_index
-from toy.judge_stages import exported_grpo, gold_warm_up, judge_folder, judging_settings, wiki_pairs
+from toy.judge_stages import exported_grpo, gold_warm_up, judge_folder, judging_settings, unsettled_pairs, wiki_pairs
 from toy.stages import built, on_gpu
 from train.trajectories import TRACES
 
@@ -50,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 logger = logging.getLogger("real_text_judge")
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_wiki_cpu.yaml"
+UNSETTLED_SAMPLE = 800  # train pairs the warm-up reads for --grpo-unsettled: about 7 min on 2 CPU cores
 RESTATE_TOKENS = 480  # both answers of 150 words restated, with their tags and the verdict
 ROWS = ("zero-shot", "warm-up", "warm-up, no search", "warm-up, retrieve-then-judge", "after GRPO",
         "after GRPO, no search")
@@ -91,6 +87,8 @@ def main() -> None:
     parser.add_argument("--judge", type=Path, default=None, help="a model trained elsewhere, judged as it is by "
                         "the 'after GRPO' rows (no warm-up or GRPO here): e.g. a trained judge on another --dataset")
     parser.add_argument("--grpo-lr", type=float, default=1e-5)
+    parser.add_argument("--grpo-unsettled", type=float, default=0.0, help="GRPO on the train pairs (of a sample of "
+                        f"{UNSETTLED_SAMPLE}) whose right letter the warm-up's log-odds put below this in an order")
     parser.add_argument("--both-orders-reward", action="store_true", help="GRPO: pay a pair only in both orders")
     parser.add_argument("--order-groups", action="store_true",
                         help="GRPO: each group one pair, half its completions in each order (train/order_groups.py)")
@@ -170,18 +168,20 @@ def main() -> None:
                                    epochs=args.sft_epochs, batch=args.sft_batch, learning_rate=args.sft_lr, bf16=bf16,
                                    verdict_weight=args.verdict_weight, schedule=args.sft_schedule, probe=probe,
                                    probe_every=args.probe_every), "the SFT warm-up") if warm else None
+        grpo_pairs = unsettled_pairs(sft_dir, dataset, args.out / "grpo-pairs", toolbox, tokenizer, settings,
+                                     trace=args.trace, margin=args.grpo_unsettled, limit=UNSETTLED_SAMPLE,
+                                     seed=args.seed, bf16=bf16) if args.grpo_steps and args.grpo_unsettled else dataset
     finally:
         toolbox.close()
     judges = args.out / "judges"
     folders = {"zero-shot": judge_folder(Path(base), judges / "zero-shot", settings),
                **({"warm-up": judge_folder(sft_dir, judges / "sft", settings)} if warm else {})}
     if args.grpo_steps:
-        folders["after GRPO"] = exported_grpo(sft_dir, dataset, data, retrievers, settings, args.out, args.grpo_steps,
-                                              seed=args.seed, learning_rate=args.grpo_lr, bf16=bf16,
+        share = args.rival_share if args.grpo_rival_share is None else args.grpo_rival_share
+        folders["after GRPO"] = exported_grpo(sft_dir, grpo_pairs, data, retrievers, settings, args.out,
+                                              args.grpo_steps, seed=args.seed, learning_rate=args.grpo_lr, bf16=bf16,
                                               both_orders=args.both_orders_reward, rival_kinds=args.rival_kinds,
-                                              rival_share=args.rival_share if args.grpo_rival_share is None
-                                              else args.grpo_rival_share,
-                                              order_groups=args.order_groups, config=CONFIG)
+                                              rival_share=share, order_groups=args.order_groups, config=CONFIG)
     elif args.judge:
         folders["after GRPO"] = judge_folder(args.judge, judges / "grpo", settings)
     results = {"gold": json.loads((sft_dir / "gold_stats.json").read_text())

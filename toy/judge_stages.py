@@ -46,16 +46,17 @@ def config_key(config: Path) -> str:
 
 
 def grpo(model: Path, data: Path, indexes: dict[str, Path], out: Path, steps: int, config: Path = GRPO_CONFIG,
-         **values) -> Path:
+         pairs: dict | None = None, **values) -> Path:
     """GRPO from `model` with `config`; `values` set more of the trainer's fields by name (train/judge_trainer.py's
-    dataclasses: `seed=1`, `bf16=True`, ...). A run folder made from another warm-up or other values is discarded;
-    an interrupted one resumes from its last checkpoint."""
+    dataclasses: `seed=1`, `bf16=True`, ...). A run folder made from another warm-up or other values (or, with
+    `pairs`, the record of how its train pairs were chosen, another choice) is discarded; an interrupted one resumes
+    from its last checkpoint."""
     from train.judge_trainer import RUN_FILE, configs, train_judge
 
     if on_gpu():  # the CPU config pins use_cpu
         values = {**values, "use_cpu": False}
     start = {"model": str(model), "warmup": json.loads((model / STAGE).read_text()),
-             "config": config_key(config), "values": values}
+             "config": config_key(config), "values": values, **({"pairs": pairs} if pairs else {})}
     return trained(out, start, steps, RUN_FILE, lambda resume: train_judge(*configs(
         config, model_name_or_path=model, dataset=data / "dataset", output_dir=out, max_steps=steps,
         retrievers=[f"{name}={path}" for name, path in indexes.items()], resume_from_checkpoint=resume, **values)),
@@ -150,11 +151,65 @@ def exported_grpo(warm: Path, dataset: Path, data: Path, indexes: dict, settings
         values["order_groups"] = True
     if rival_share and rival_kinds and tuple(rival_kinds) != KINDS:
         values["rival_kinds"] = list(rival_kinds)
-    run = grpo(warm, grpo_data, indexes, out / "grpo", steps, config, **values)
+    chosen = grpo_data / STAGE if (grpo_data / "unsettled.json").exists() else None  # pairs `unsettled_pairs` chose
+    run = grpo(warm, grpo_data, indexes, out / "grpo", steps, config,
+               pairs=json.loads(chosen.read_text()) if chosen else None, **values)
     exported = out / "judges" / "grpo"
     export_judge(ExportArguments(checkpoint=str(run), out=str(exported), overwrite=True))
     JudgeCard(**{**json.loads((exported / "judge_card.json").read_text()), **settings}).write(exported)
     return exported
+
+
+def unsettled_pairs(warm: Path, dataset: Path, out: Path, toolbox, tokenizer, settings: dict, *, trace: str,
+                    margin: float, limit: int, seed: int, bf16: bool) -> Path:
+    """The train pairs the warm-up `warm` has not settled, as the pair dataset `out/dataset` (train: those pairs;
+    test: `dataset`'s own) for GRPO; cached under `out`. GRPO learns only from a group whose completions score
+    differently, and a warm-up that gives a pair's right letter with near certainty in both orders samples the same
+    verdict in every completion of the pair's group. So up to `limit` train pairs (a seeded sample) are read
+    teacher-forced along their gold trajectories (`train.verdict_probe`), and a pair is kept when, in either order,
+    the right letter's log-odds over the wrong one are below `margin` (a wrong pick included). Pairs without a gold
+    trajectory (the search shows nothing that tells the answers apart) are not scored and not kept. The counts go
+    to `out/unsettled.json`."""
+    import math
+    import random
+
+    from datasets import DatasetDict, load_from_disk
+    from transformers import AutoModelForCausalLM
+
+    from eval import loaders
+    from openrm.dataset import in_both_orders_rows
+    from train.verdict_probe import probe_items, right_letter_margin
+
+    def build() -> None:
+        train = list(loaders.load_benchmark("in-domain", dataset, "train").examples)
+        sample = random.Random(f"unsettled:{seed}").sample(train, min(limit, len(train)))
+        items = probe_items(in_both_orders_rows(sample, seed), toolbox, tokenizer, settings["max_information_tokens"],
+                            settings["prompt_style"], trace=trace)
+        margins = right_letter_margin(AutoModelForCausalLM.from_pretrained(warm, dtype="float32"), items, bf16=bf16)
+        lowest: dict[str, float] = {}
+        for item, value in zip(items, margins, strict=True):
+            lowest[item.pair_id] = min(value, lowest.get(item.pair_id, math.inf))
+        keep = {p for p, value in lowest.items() if value < margin}
+        if not keep:
+            raise ValueError(f"{warm}: every one of the {len(lowest)} scored train pairs is settled (log-odds >= "
+                             f"{margin} in both orders): GRPO would have no group to learn from; raise the margin")
+        pairs = load_from_disk(str(dataset))
+        DatasetDict({"train": pairs["train"].filter(lambda r: str(r["id"]) in keep), "test": pairs["test"]}
+                    ).save_to_disk(str(out / "dataset"))
+        atomic.write_json(out / "unsettled.json", {
+            "sampled": len(sample), "scored": len(lowest), "kept": len(keep), "margin": margin,
+            "wrong_in_an_order": sum(value <= 0 for value in lowest.values()),
+            "lowest_log_odds_quartiles": [round(q, 2) for q in _quartiles(sorted(lowest.values()))]}, indent=1)
+
+    built(out, {"warm": str(Path(warm).resolve()), "dataset": str(Path(dataset).resolve()), "trace": trace,
+                "margin": margin, "limit": limit, "seed": seed, "bf16": bf16}, build,
+          "the train pairs the warm-up has not settled")
+    logger.info("GRPO pairs the warm-up has not settled: %s", (out / "unsettled.json").read_text().replace("\n", " "))
+    return out / "dataset"
+
+
+def _quartiles(values: list[float]) -> list[float]:
+    return [values[min(len(values) - 1, int(q * len(values)))] for q in (0.25, 0.5, 0.75)] if values else []
 
 
 def judging_settings(config: Path = GRPO_CONFIG) -> dict:

@@ -100,3 +100,43 @@ def test_callback_writes_a_row_per_probe(tiny, tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["step"] for r in rows] == [2, 4] and rows[0]["loss"] == 0.7 and rows[0]["pairs"] == 1
     assert model.training  # the probe ran in eval mode and gave the training mode back
+
+
+def test_grpo_keeps_the_train_pairs_the_warm_up_has_not_settled(tiny, tmp_path):
+    import math
+
+    from datasets import Dataset, DatasetDict, load_from_disk
+
+    from toy.judge_stages import unsettled_pairs
+
+    tokenizer, model = tiny
+    warm = tmp_path / "warm"
+    model.save_pretrained(warm)
+    tokenizer.save_pretrained(warm)
+    meta = {"source": "wiki_pairs/numbers"}
+    rows = [{k: v for k, v in pair(i).items() if k != "kind"} | {"meta": meta} for i in range(4)]
+    rows[1]["answer_b"] = "It was founded in 1541 by Pedro de Valdivia too."  # no gold trajectory: never scored
+    rows[2]["answer_a"], rows[2]["answer_b"], rows[2]["label"] = rows[2]["answer_b"], rows[2]["answer_a"], "B"
+    rows[3]["question"] = "In which year was Santiago founded?"
+    DatasetDict({"train": Dataset.from_list(rows), "test": Dataset.from_list(rows[:1])}).save_to_disk(tmp_path / "d")
+    toolbox = ToolBox({"wiki": Wiki(), "arxiv": Wiki()}, topk=1)
+    settings = {"max_information_tokens": 64, "prompt_style": "compact"}
+    # the rule by hand: a pair's lowest right-letter log-odds over its two orders
+    items = probe_items(in_both_orders_rows([dict(r) for r in rows], 0), toolbox, tokenizer, 64)
+    lowest = {}
+    for it, margin in zip(items, right_letter_margin(model, items), strict=True):
+        lowest[it.pair_id] = min(margin, lowest.get(it.pair_id, math.inf))
+    assert set(lowest) == {"p0", "p2", "p3"}
+    cut = sorted(lowest.values())[1] + 1e-6  # keeps the two least settled pairs
+
+    def run(margin, out):
+        return unsettled_pairs(warm, tmp_path / "d", tmp_path / out, toolbox, tokenizer, settings, trace="verdict",
+                               margin=margin, limit=10, seed=0, bf16=False)
+
+    kept = load_from_disk(str(run(cut, "u")))
+    assert sorted(kept["train"]["id"]) == sorted(p for p, v in lowest.items() if v < cut) and len(kept["train"]) == 2
+    assert kept["test"]["id"] == ["p0"]  # the test split as it was
+    counts = json.loads((tmp_path / "u" / "unsettled.json").read_text())
+    assert counts["sampled"] == 4 and counts["scored"] == 3 and counts["kept"] == 2
+    with pytest.raises(ValueError, match="settled"):
+        run(min(lowest.values()) - 1.0, "none")  # every pair above the margin: nothing for GRPO to learn from
