@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 logger = logging.getLogger("real_text_judge")
 CONFIG = ROOT / "configs/grpo_openrm/smollm2_wiki_cpu.yaml"
-UNSETTLED_SAMPLE = 800  # train pairs the warm-up reads for --grpo-unsettled: about 7 min on 2 CPU cores
+UNSETTLED_SAMPLE = 800  # train pairs the warm-up reads for --grpo-unsettled: 15 min on 2 CPU cores
 RESTATE_TOKENS = 480  # both answers of 150 words restated, with their tags and the verdict
 ROWS = ("zero-shot", "warm-up", "warm-up, no search", "warm-up, retrieve-then-judge", "after GRPO",
         "after GRPO, no search")
