@@ -153,7 +153,7 @@ def exported_grpo(warm: Path, dataset: Path, data: Path, indexes: dict, settings
         values["rival_kinds"] = list(rival_kinds)
     chosen = grpo_data / STAGE if (grpo_data / "unsettled.json").exists() else None  # pairs `unsettled_pairs` chose
     run = grpo(warm, grpo_data, indexes, out / "grpo", steps, config,
-               pairs=json.loads(chosen.read_text()) if chosen else None, **values)
+               **({"pairs": json.loads(chosen.read_text())} if chosen else {}), **values)
     exported = out / "judges" / "grpo"
     export_judge(ExportArguments(checkpoint=str(run), out=str(exported), overwrite=True))
     JudgeCard(**{**json.loads((exported / "judge_card.json").read_text()), **settings}).write(exported)

@@ -66,6 +66,15 @@ def test_the_exported_grpo_stage_passes_the_values_of_its_cache_key(tmp_path, mo
                                tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True, both_orders=False, rival_share=0.5,
                                rival_kinds=["hedge", "evasion", "markup"], config=CONFIG)
     assert "rival_kinds" not in calls[3][1]  # every kind: the key of a run without the setting
+    chosen = tmp_path / "grpo-pairs"  # the pairs `unsettled_pairs` kept: how they were chosen joins the run's key
+    (chosen / "dataset").mkdir(parents=True)
+    (chosen / "unsettled.json").write_text("{}")
+    (chosen / "stage.json").write_text('{"margin": 3.0}')
+    judge_stages.exported_grpo(tmp_path / "judge-sft", chosen / "dataset", tmp_path / "data", {"wiki": "i"}, settings,
+                               tmp_path, 5, seed=1, learning_rate=1e-5, bf16=True, both_orders=False, rival_share=0.0,
+                               config=CONFIG)
+    assert calls[4][0][1] == chosen and calls[4][1]["pairs"] == {"margin": 3.0}
+    assert all("pairs" not in kw for _, kw in calls[:4])
 
 
 def test_a_stage_marker_compares_equal_to_the_values_it_was_written_from(tmp_path):
