@@ -64,7 +64,8 @@ def _timed(qs: Path, pairs: list, retrievers: dict, settings: dict, batch: int, 
         for _ in range(reps):
             for way, bf16 in ways.items():
                 judge = judges[bf16]
-                judge.generator.share_prefill = judge.generator.grouped_attention = way == "shared"
+                generator = judge.generator
+                generator.share_prefill = generator.grouped_attention = generator.growing_cache = way == "shared"
                 t = time.perf_counter()
                 verdicts = judge.compare_batch(pairs)
                 seconds[way].append(time.perf_counter() - t)

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import random
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -138,17 +139,20 @@ class HFGenerator:
     turns when `reuse_cache` (a `KVSession`: a turn prefills only what the row gained since its last one);
     `reuse_cache=False` gives a `ResendSession` over `generate`, which prefills every row's whole context again
     each turn. `share_prefill`: a `KVSession` reads its fresh rows' common beginning once and prefills identical
-    rows once; `grouped_attention`: CPU decoding reads grouped keys/values in place (`grouped_decoding`). Both only
-    save work (the same tokens, log-probs to float rounding); off, they give the plain path to measure against.
+    rows once; `grouped_attention`: CPU decoding reads grouped keys/values in place (`grouped_decoding`), in
+    float32 when the cache holds float32; `growing_cache`: a `KVSession`'s cache grows in blocks
+    (`openrm.kv_cache`), in float32 on the CPU under grouped attention. They only save work (the same tokens,
+    log-probs to float rounding); off, they give the plain path to measure against.
     `float32_decoding`: see `decoder`."""
 
     def __init__(self, model, tokenizer, batch_size: int | None = None, reuse_cache: bool = True,
-                 share_prefill: bool = True, grouped_attention: bool = True, float32_decoding: bool = True):
+                 share_prefill: bool = True, grouped_attention: bool = True, float32_decoding: bool = True,
+                 growing_cache: bool = True):
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.reuse_cache, self.share_prefill, self.grouped_attention = reuse_cache, share_prefill, grouped_attention
-        self.float32_decoding = float32_decoding
+        self.float32_decoding, self.growing_cache = float32_decoding, growing_cache
         config = model.generation_config
         eos = config.eos_token_id
         eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
@@ -159,7 +163,6 @@ class HFGenerator:
         self.eos_ids = eos
         pad = config.pad_token_id if config.pad_token_id is not None else tokenizer.pad_token_id
         self.pad_id = eos[0] if pad is None else pad
-        self._stop_criteria: dict[tuple[str, ...], object] = {}  # building one scans the whole vocabulary
 
     def decoder(self, device):
         """The forward a `KVSession` runs its one-token decoding steps with. A trainer under bf16 mixed precision
@@ -234,12 +237,8 @@ class HFGenerator:
                              params) for i in range(len(rows))]
 
     def stop_criterion(self, stop: Sequence[str]):
-        from transformers import StopStringCriteria
-
-        stop = tuple(stop)
-        if stop not in self._stop_criteria:
-            self._stop_criteria[stop] = StopStringCriteria(tokenizer=self.tokenizer, stop_strings=list(stop))
-        return self._stop_criteria[stop]
+        """A `StopStringCriteria` for `stop`, built once per tokenizer and stop strings (`stop_criterion`)."""
+        return stop_criterion(self.tokenizer, stop)
 
     def finish(self, ids: list[int], logprobs: list[float], stop_step: int | None,
                params: SamplingParams) -> Generation:
@@ -260,6 +259,26 @@ class HFGenerator:
 
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
+_STOP_CRITERIA: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> {stop strings: criterion}
+
+
+def stop_criterion(tokenizer, stop: Sequence[str]):
+    """A `StopStringCriteria` for `stop` under `tokenizer`, kept for the tokenizer's lifetime: building one scans the
+    whole vocabulary (about a second for SmolLM2's 49k tokens), and transformers' own cache misses whenever
+    `get_vocab()` lists the tokens in another order, which a fast tokenizer does from call to call. A rollout builds
+    a generator every GRPO step; the criterion holds no state between calls, so one serves them all."""
+    from transformers import StopStringCriteria
+
+    stop = tuple(stop)
+    try:
+        built = _STOP_CRITERIA.setdefault(tokenizer, {})
+    except TypeError:  # a tokenizer that cannot be weakly referenced: built each time
+        built = {}
+    if stop not in built:
+        built[stop] = StopStringCriteria(tokenizer=tokenizer, stop_strings=list(stop))
+    return built[stop]
 
 
 def first_stop(ids: Sequence[int], stop: Sequence[str], decode) -> tuple[int, str] | None:
@@ -288,7 +307,9 @@ def grouped_decoding(model, device):
     """On the CPU, a model on transformers' `sdpa` attention decodes with `GROUPED_SDPA` while the block runs: a
     one-token query reads grouped-query keys/values in place (`enable_gqa`) where `sdpa` copies them once per query
     head whenever there is a padding mask (every multi-turn batch has one); a float32 decoding step of SmolLM2 at 32
-    rows went from 0.41 s to 0.29 s. Other queries, devices and attention implementations are left as they are."""
+    rows went from 0.41 s to 0.29 s. The query is read in the keys' dtype and the output returned in the query's:
+    a bf16 model's `KVSession` keeps float32 keys/values on the CPU (`openrm.kv_cache`), where PyTorch's attention
+    kernel is several times slower in bf16. Other devices and attention implementations are left as they are."""
     config = model.config
     # a composite model's sub-configs may hold other implementations, which the switch would overwrite
     other = getattr(config, "_attn_implementation", None) != "sdpa" or getattr(config, "sub_configs", None)
@@ -309,14 +330,17 @@ def _register_grouped_sdpa() -> None:
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
     def grouped_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+        dtype = query.dtype  # a bf16 model's query against a float32 cache (`openrm.kv_cache`): read in float32
+        query = query.to(key.dtype)
         if query.shape[2] != 1 or attention_mask is None or key.shape[1] == query.shape[1]:
-            return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
-                                          scaling=scaling, **kwargs)
+            out, weights = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                                  scaling=scaling, **kwargs)
+            return out.to(dtype), weights
         import torch
 
         out = torch.nn.functional.scaled_dot_product_attention(  # [B, H, 1, D]
             query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, enable_gqa=True)
-        return out.transpose(1, 2).contiguous(), None
+        return out.transpose(1, 2).contiguous().to(dtype), None
 
     AttentionInterface.register(GROUPED_SDPA, grouped_sdpa)
     ALL_MASK_ATTENTION_FUNCTIONS.register(GROUPED_SDPA, sdpa_mask)

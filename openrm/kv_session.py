@@ -182,9 +182,8 @@ class KVSession:
         if shared < MIN_SHARED:
             return
         import torch
-        from transformers import DynamicCache
 
-        cache = DynamicCache(config=self.generator.model.config)
+        cache = _new_cache(self.generator, device)
         self.generator.model(input_ids=torch.tensor([first[:shared]], device=device), past_key_values=cache,
                              use_cache=True, logits_to_keep=1)
         keys = [layer.keys[0] for layer in cache.layers]  # [H_kv, shared, D] each
@@ -193,13 +192,11 @@ class KVSession:
             s.keys, s.values, s.pending = keys, values, s.pending[shared:]
 
     def _batched_cache(self, states: list[_Row], width: int, device):
-        """A `DynamicCache` holding every row's keys/values right-aligned in `width` columns (None when empty)."""
+        """A cache holding every row's keys/values right-aligned in `width` columns (empty when `width` is 0)."""
         import torch
-        from transformers import DynamicCache
 
-        config = self.generator.model.config
         if width == 0:
-            return DynamicCache(config=config)
+            return _new_cache(self.generator, device)
         layers = []
         for layer in range(len(next(s for s in states if s.keys).keys)):
             ref = next(s for s in states if s.keys).keys[layer]  # [H_kv, T, D]
@@ -210,7 +207,7 @@ class KVSession:
                     keys[b, :, width - s.cached:] = s.keys[layer]
                     values[b, :, width - s.cached:] = s.values[layer]
             layers.append((keys.to(device), values.to(device)))
-        return DynamicCache(ddp_cache_data=layers, config=config)
+        return _new_cache(self.generator, device, layers)
 
     @staticmethod
     def _store(state: _Row, cache, mask, b: int, kept: list[int], sampled: int) -> None:
@@ -232,6 +229,28 @@ class KVSession:
         for layer in cache.layers:
             layer.keys, layer.values = layer.keys[:, :, used], layer.values[:, :, used]
         return mask[:, used]
+
+
+def _new_cache(generator: HFGenerator, device, layers: list[tuple[torch.Tensor, torch.Tensor]] | None = None):
+    """A `DynamicCache` for the generator's model, filled with `layers` ([B, H_kv, T, D] keys and values per layer)
+    when given. Its layers are `openrm.kv_cache.GrowingLayer`s when the generator's `growing_cache` is on; on the CPU
+    under `openrm.generation.grouped_decoding` they keep float32 keys/values whatever the model's dtype (that
+    attention reads them in float32)."""
+    import torch
+    from transformers import DynamicCache
+
+    from openrm.generation import GROUPED_SDPA
+    from openrm.kv_cache import GrowingLayer
+
+    config = generator.model.config
+    cache = DynamicCache(config=config)
+    if generator.growing_cache:
+        store = torch.float32 if device.type == "cpu" and config._attn_implementation == GROUPED_SDPA else None
+        cache.layers = [GrowingLayer(store) for _ in cache.layers]
+    if layers is not None:
+        for layer, (keys, values) in zip(cache.layers, layers, strict=True):
+            layer.update(keys, values)
+    return cache
 
 
 def _distinct(states: list[_Row]) -> tuple[list[int], list[int]]:

@@ -262,14 +262,51 @@ def prompt_sha(ids: Sequence[int]) -> str:
     return hashlib.sha1(",".join(map(str, ids)).encode()).hexdigest()[:16]
 
 
-def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig):
+class Bf16Copy:
+    """A bf16 copy of a trained model's weights to generate with on the CPU, its values refreshed from the model
+    before every rollout (`__call__`). Under bf16 mixed precision the trainer keeps float32 weights and runs the
+    forward in autocast, which casts every weight at each call; a one-token decoding step pays that cast for one
+    token. The copy runs bf16 matmuls natively (half the time of float32 ones at 16 rows here) with the cache and
+    one-token attention in float32 (`openrm.kv_cache`). The rollout then samples from the bf16-rounded weights,
+    as a bf16 vLLM engine beside a float32 trainer does; the update recomputes every log-prob with the trained
+    model. Buffers (rotary frequencies) stay as they are."""
+
+    def __init__(self):
+        self.model = self._source = None
+        self._pairs: list[tuple[Any, Any]] = []  # (copy's parameter, trained parameter)
+
+    def __call__(self, model):
+        import copy
+
+        import torch
+
+        if self.model is None or self._source is not model:
+            shadow = copy.deepcopy(model)
+            for name in ("forward", "_original_forward"):  # accelerate's autocast wrapper lives on the instance
+                shadow.__dict__.pop(name, None)
+            for param in shadow.parameters():
+                param.requires_grad_(False)
+                param.grad = None
+                param.data = param.data.to(torch.bfloat16)
+            named = dict(model.named_parameters())
+            self._pairs = [(param, named[name]) for name, param in shadow.named_parameters()]
+            self.model, self._source = shadow, model
+        with torch.no_grad():
+            for param, trained in self._pairs:
+                param.copy_(trained)
+        return self.model
+
+
+def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig, bf16_copy: bool = True):
     """A `rollout_func` for TRL's GRPOTrainer: one trajectory per received prompt (the sampler already repeated
     each prompt `num_generations` times, in order, so groups stay intact on every process).
 
     Sampling settings come from the trainer's `GRPOConfig` (temperature, top_p, top_k, max_completion_length);
     `cfg` adds the tool budget. Generation uses the trainer's own model (unwrapped from DDP / DeepSpeed), or its
-    colocated vLLM engine when `use_vllm` (server mode cannot take our token-level multi-turn requests).
+    colocated vLLM engine when `use_vllm` (server mode cannot take our token-level multi-turn requests). With
+    `bf16_copy`, a trainer on the CPU under bf16 mixed precision generates with a `Bf16Copy` of its model.
     """
+    copies = Bf16Copy() if bf16_copy else None
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list]:
         from openrm.generation import HFGenerator, VLLMGenerator
@@ -290,6 +327,9 @@ def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig):
             with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
                                              gather_deepspeed3_params=args.ds3_gather_for_generation,
                                              gradient_checkpointing_kwargs=args.gradient_checkpointing_kwargs) as model:
+                if (copies is not None and trainer.accelerator.mixed_precision == "bf16"
+                        and next(model.parameters()).device.type == "cpu"):
+                    model = copies(model)
                 trajectories = rollout(ids, HFGenerator(model, tokenizer), toolbox, tokenizer, run_cfg)
         return {"prompt_ids": [t.prompt_ids for t in trajectories],
                 "completion_ids": [t.completion_ids for t in trajectories],

@@ -27,9 +27,11 @@ from trl import GRPOTrainer
 
 
 def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
-                        compute_entropy: bool, autocast=contextlib.nullcontext):
+                        compute_entropy: bool, autocast=contextlib.nullcontext, scored: torch.Tensor | None = None):
     """(log-probs [B, C], entropies [B, C] or None) of the last `logits_to_keep` tokens of each row, reading each
     distinct prompt once; None where no prompt repeats (or the model's cache is not a plain one), for TRL's pass.
+    `scored` ([B, C], 1 = scored): completion positions left out of the LM head (0 there), e.g. the environment's
+    `<information>` tokens, which the loss masks anyway.
 
     `model` carries TRL's fused LM head (`trl.trainer.utils.add_fused_lm_head`); rows are prompt + completion,
     prompts left-padded to one length, as GRPOTrainer builds them."""
@@ -57,15 +59,17 @@ def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
     cache.batch_select_indices(inverse)  # [U, ...] -> [B, ...]; gradients flow back to the one pass
     labels = input_ids[:, head:hi].masked_fill(attention_mask[:, head:hi] == 0, -100)  # [B, 1 + C']
     labels[:, 0] = -100  # the prompt's last token is context, not scored
+    if scored is not None:
+        labels[:, 1:] = labels[:, 1:].masked_fill(scored[:, :hi - head - 1] == 0, -100)
     with autocast():
         out = model(input_ids=input_ids[:, head:hi], attention_mask=attention_mask[:, lo:hi],
                     position_ids=positions[:, head:hi], past_key_values=cache, labels=labels, fused_lm_head=True)
     cut = input_ids.size(1) - hi  # trailing columns left out: scored 0, as masked positions are
 
-    def scored(values):  # the completion's C' scored columns, then the trailing ones: [B, C]
+    def columns(values):  # the completion's C' scored columns, then the trailing ones: [B, C]
         return torch.nn.functional.pad(values[:, -(logits_to_keep - cut):], (0, cut))
 
-    return scored(out.log_probs), scored(out.entropy) if compute_entropy else None
+    return columns(out.log_probs), columns(out.entropy) if compute_entropy else None
 
 
 WHOLE_PROMPT_LOSSES = ("grpo", "dr_grpo", "dapo")  # per-sequence means, a fixed length, the whole batch's tokens
@@ -95,10 +99,12 @@ class SharedPromptGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose log-prob passes read each distinct prompt once (`shared_prompt_logps`).
 
     `share_prompts = False` (on the class or an instance) gives TRL's row-by-row pass (`bench.grpo_update` times
-    both); `group_prompts = False` keeps TRL's shuffled chunks."""
+    both); `group_prompts = False` keeps TRL's shuffled chunks; `skip_environment = False` has the LM head score the
+    environment's tokens (`tool_mask` 0), which the loss masks anyway."""
 
     share_prompts = True
     group_prompts = True  # False: TRL's shuffled chunks (bench.rollout --shuffled-chunks)
+    skip_environment = True  # False: the LM head scores the environment's tokens too (bench.rollout --score-environment)
 
     def _groups_whole_prompts(self) -> bool:
         """Whether a generation batch may be cut into chunks of whole prompts rather than shuffled rows: when every
@@ -134,13 +140,27 @@ class SharedPromptGRPOTrainer(GRPOTrainer):
                 and not self.is_deepspeed_enabled and not self.is_fsdp_enabled
                 and not isinstance(model, DistributedDataParallel))
 
+    _loss_mask = None  # the tool mask of the batch `_compute_loss` is scoring, when the head may skip its zeros
+
+    def _compute_loss(self, model, inputs):
+        # The loss masks the environment's tokens (`tool_mask` 0), so the LM head need not score them, unless log-probs
+        # from another pass are compared with these position by position (old or sampling log-probs): a 0 there
+        # against a real log-prob would overflow the ratio before the mask applies
+        if self.skip_environment and not any(inputs.get(k) is not None
+                                             for k in ("old_per_token_logps", "sampling_per_token_logps")):
+            self._loss_mask = inputs.get("tool_mask")
+        try:
+            return super()._compute_loss(model, inputs)
+        finally:
+            self._loss_mask = None
+
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
                                            compute_entropy=False, compute_aux_loss=False, **extra):
         if batch_size is not None and batch_size >= input_ids.size(0):
             batch_size = None  # one chunk: the same as none
         if self._can_share(model, batch_size, compute_aux_loss, extra):
             got = shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep, compute_entropy,
-                                      self.accelerator.autocast)
+                                      self.accelerator.autocast, self._loss_mask)
             if got is not None:
                 return (*got, None)
         return super()._get_per_token_logps_and_entropies(

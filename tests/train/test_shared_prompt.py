@@ -179,3 +179,34 @@ def test_whole_prompts_stay_together_when_the_chunks_make_one_step():
     assert not groups(trainer(top_entropy_quantile=0.2))
     assert not groups(SimpleNamespace(**{**vars(trainer()), "num_iterations": 2}))
     assert not groups(SimpleNamespace(**{**vars(trainer()), "group_prompts": False}))
+
+
+def test_positions_the_loss_masks_are_left_out_of_the_head(model):
+    """With `scored` (the batch's tool mask), the environment's positions are not scored (0) and the rest keep TRL's
+    numbers; a loss masked to the scored positions has the same gradients as the full pass's."""
+    from train.shared_prompt import shared_prompt_logps
+
+    ids, mask, keep = _batch(model.config.vocab_size)
+    scored = torch.ones(ids.size(0), keep, dtype=torch.long)
+    scored[:, 1:3] = 0  # an <information> block in every row
+    scored[5, 4] = 0
+    full, _, _, _ = _run(model, False, ids, mask, keep)
+    weights = torch.linspace(-1, 1, full.numel()).view_as(full) * scored
+    grads = {}
+    for name, kwargs in (("trl", None), ("scored", scored)):
+        model.zero_grad(set_to_none=True)
+        if kwargs is None:
+            from types import SimpleNamespace
+
+            from trl import GRPOTrainer
+            fake = SimpleNamespace(accelerator=SimpleNamespace(autocast=contextlib.nullcontext, is_main_process=True))
+            logps = GRPOTrainer._get_per_token_logps_and_entropies(fake, model, ids, mask, keep)[0]
+        else:
+            logps = shared_prompt_logps(model, ids, mask, keep, compute_entropy=False, scored=kwargs)[0]
+            real = (mask[:, -keep:] == 1) & (scored == 1)
+            assert (logps[scored == 0] == 0).all() and (logps[real] != 0).all()
+            assert torch.allclose(logps[real], full[real], atol=1e-5)
+        (logps * weights).sum().backward()
+        grads[name] = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    for name, grad in grads["trl"].items():
+        assert torch.allclose(grad, grads["scored"][name], atol=1e-5), name
