@@ -104,7 +104,7 @@ class SharedPromptGRPOTrainer(GRPOTrainer):
 
     share_prompts = True
     group_prompts = True  # False: TRL's shuffled chunks (bench.rollout --shuffled-chunks)
-    skip_environment = True  # False: the LM head scores the environment's tokens too (bench.rollout --score-environment)
+    skip_environment = True  # False: the head scores environment tokens too (bench.rollout --score-environment)
 
     def _groups_whole_prompts(self) -> bool:
         """Whether a generation batch may be cut into chunks of whole prompts rather than shuffled rows: when every
