@@ -1,8 +1,10 @@
-"""One-token decoding steps of a GRPO rollout under bf16 mixed precision on this CPU: the model as accelerate
-prepares it for a trainer (float32 weights, its forward in bf16 autocast), prefilled under autocast, then decoding
-either with that forward (`HFGenerator(float32_decoding=False)`) or with the unwrapped float32 forward (the
-default on a CPU). Greedy, with no stop, so both modes run the same number of steps over the same shapes; the modes
-interleaved in every repetition after one untimed run, medians.
+"""One-token decoding steps of a GRPO rollout under bf16 mixed precision on this CPU, four ways: the model as
+accelerate prepares it for a trainer (float32 weights, its forward in bf16 autocast) prefilled under autocast, then
+decoding with that forward (`autocast`) or with the unwrapped float32 forward (`float32`); or a bf16 copy of its
+weights (`openrm.rollout.Bf16Copy`, what a CPU trainer under bf16 generates with) prefilling and decoding with the
+cache in float32 (`bf16 copy`, the default) or in bf16 (`bf16 copy, bf16 cache`: `HFGenerator(growing_cache=False)`,
+the attention then in bf16). Greedy, with no stop, so every mode runs the same number of steps over the same
+shapes; the modes interleaved in every repetition after one untimed run, medians.
 
     .venv/bin/python -m bench.decoding --out runs/bench/decoding.json
 
@@ -17,7 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
-MODES = ("autocast", "float32")
+MODES = ("autocast", "float32", "bf16 copy", "bf16 copy, bf16 cache")
 
 
 def main() -> None:
@@ -38,6 +40,7 @@ def main() -> None:
     from openrm.generation import HFGenerator, SamplingParams
     from openrm.kv_session import open_session
     from openrm.models import resolve
+    from openrm.rollout import Bf16Copy
 
     torch.set_num_threads(args.threads)
     path = resolve(args.model)
@@ -52,8 +55,12 @@ def main() -> None:
     never = tokenizer.vocab_size + 10  # no stop: every row decodes `--new` tokens
     calls: list[float] = []
 
+    copies = Bf16Copy()
+
     def run(mode: str):
-        gen = HFGenerator(model, tokenizer, float32_decoding=mode == "float32")
+        source = copies(model) if mode.startswith("bf16") else model
+        gen = HFGenerator(source, tokenizer, float32_decoding=mode != "autocast",
+                          growing_cache=mode != "bf16 copy, bf16 cache")
         gen.eos_ids = [never]
         decode = gen.decoder
 
@@ -82,14 +89,18 @@ def main() -> None:
             wall, step, outs[mode] = run(mode)
             times[mode].append(wall)
             steps[mode].append(step)
-    same = sum(a.token_ids == b.token_ids for a, b in zip(outs["autocast"], outs["float32"], strict=True))
+    same = {m: sum(a.token_ids == b.token_ids for a, b in zip(outs[m], outs["float32"], strict=True))
+            for m in MODES if m != "float32"}
     result = {"rows": args.rows, "prompt": args.prompt, "new": args.new, "threads": args.threads, "reps": args.reps,
               "torch": torch.__version__,
               **{f"{m} rollout s": round(statistics.median(times[m]), 3) for m in MODES},
               **{f"{m} decoding step ms": round(1000 * statistics.median(steps[m]), 1) for m in MODES},
-              "rows with the same greedy tokens": f"{same} of {len(rows)}"}
-    result["rollout x"] = round(result["autocast rollout s"] / result["float32 rollout s"], 2)
-    result["decoding step x"] = round(result["autocast decoding step ms"] / result["float32 decoding step ms"], 2)
+              **{f"{m}: rows with float32's greedy tokens": f"{n} of {len(rows)}" for m, n in same.items()}}
+    for m in MODES:  # against float32 decoding, the default before the bf16 copy
+        if m != "float32":
+            result[f"{m} rollout x"] = round(result["float32 rollout s"] / result[f"{m} rollout s"], 2)
+            result[f"{m} decoding step x"] = round(result["float32 decoding step ms"]
+                                                   / result[f"{m} decoding step ms"], 2)
     print(json.dumps(result, indent=1))
     if args.out:
         from plumbing import atomic

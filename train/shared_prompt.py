@@ -144,10 +144,10 @@ class SharedPromptGRPOTrainer(GRPOTrainer):
 
     def _compute_loss(self, model, inputs):
         # The loss masks the environment's tokens (`tool_mask` 0), so the LM head need not score them, unless log-probs
-        # from another pass are compared with these position by position (old or sampling log-probs): a 0 there
-        # against a real log-prob would overflow the ratio before the mask applies
-        if self.skip_environment and not any(inputs.get(k) is not None
-                                             for k in ("old_per_token_logps", "sampling_per_token_logps")):
+        # from another pass are compared with these position by position (old log-probs, or the sampling ones under
+        # an off-policy mask): a 0 there against a real log-prob could overflow the ratio before the mask applies
+        if (self.skip_environment and inputs.get("old_per_token_logps") is None
+                and self.off_policy_mask_threshold is None):
             self._loss_mask = inputs.get("tool_mask")
         try:
             return super()._compute_loss(model, inputs)
