@@ -121,3 +121,37 @@ def test_the_stop_criterion_is_built_once_per_tokenizer(tokenizer):
     assert stop_criterion(tokenizer, ["</answer>"]) is not first
     ids = torch.tensor([tokenizer.encode("x </answer>")])
     assert bool(first(ids, None)[0])
+
+
+def test_a_cpu_trainer_under_bf16_generates_with_its_bf16_copy(tiny_dir, tokenizer, monkeypatch):
+    """The GRPO rollout function hands the generator one bf16 copy, step after step, when the trainer runs under
+    bf16 mixed precision on the CPU; the trained model itself in float32, or with `bf16_copy=False`."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import trl.models.utils as trl_model_utils
+
+    from openrm import rollout as rollout_module
+    from openrm.rollout import RolloutConfig, make_trl_rollout_func
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    seen = []
+    monkeypatch.setattr(rollout_module, "rollout", lambda ids, generator, *a, **k: seen.append(generator.model) or [])
+    monkeypatch.setattr(trl_model_utils, "unwrap_model_for_generation",
+                        lambda wrapped, *a, **k: contextlib.nullcontext(wrapped))
+    args = SimpleNamespace(temperature=1.0, top_p=1.0, top_k=0, max_completion_length=32,
+                           ds3_gather_for_generation=True, gradient_checkpointing_kwargs=None)
+    prompts = [protocol.judge_messages(ToyWorld(0).examples(1, "test")[0])]
+
+    def trainer(precision):
+        return SimpleNamespace(processing_class=tokenizer, args=args, use_vllm=False, model_wrapped=model,
+                               accelerator=SimpleNamespace(mixed_precision=precision))
+
+    func = make_trl_rollout_func(None, RolloutConfig())
+    func(prompts, trainer("bf16"))
+    func(prompts, trainer("bf16"))
+    assert seen[0] is seen[1] and seen[0] is not model
+    assert next(seen[0].parameters()).dtype == torch.bfloat16
+    func(prompts, trainer("no"))
+    make_trl_rollout_func(None, RolloutConfig(), bf16_copy=False)(prompts, trainer("bf16"))
+    assert seen[2] is model and seen[3] is model
