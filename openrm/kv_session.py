@@ -1,9 +1,9 @@
 """Multi-turn HF generation that keeps each row's KV cache between turns (the `HFGenerator`'s `Session`).
 
 A turn prefills only what a row gained since its last turn (its last sampled token, which was never fed, and the
-environment's `<information>` tokens), then decodes token by token with the model's forward and a `DynamicCache`;
-a row leaves the decoding batch as soon as it stops. Opened by `open_session(generator, prompts)`, which is what
-`openrm.rollout.rollout` uses:
+environment's `<information>` tokens), then decodes token by token with the model's forward and a `DynamicCache`
+whose layers grow in blocks (`openrm.kv_cache`); a row leaves the decoding batch as soon as it stops. Opened by
+`open_session(generator, prompts)`, which is what `openrm.rollout.rollout` uses:
 
     session = open_session(HFGenerator(model, tokenizer), prompts)
     gens = session.generate([0, 1], params); session.extend(0, information_ids); session.close(1)
