@@ -1,10 +1,10 @@
 """One-token decoding steps of a GRPO rollout under bf16 mixed precision on this CPU, four ways: the model as
 accelerate prepares it for a trainer (float32 weights, its forward in bf16 autocast) prefilled under autocast, then
-decoding with that forward (`autocast`) or with the unwrapped float32 forward (`float32`); or a bf16 copy of its
-weights (`openrm.rollout.Bf16Copy`, what a CPU trainer under bf16 generates with) prefilling and decoding with the
-cache in float32 (`bf16 copy`, the default) or in bf16 (`bf16 copy, bf16 cache`: `HFGenerator(growing_cache=False)`,
-the attention then in bf16). Greedy, with no stop, so every mode runs the same number of steps over the same
-shapes; the modes interleaved in every repetition after one untimed run, medians.
+decoding with that forward (`autocast`) or with the unwrapped float32 forward (`float32`, the default); or a bf16
+copy of its weights (`openrm.rollout.Bf16Copy`, what `make_trl_rollout_func(bf16_copy=True)` generates with)
+prefilling and decoding with the cache in float32 (`bf16 copy`) or in bf16 (`bf16 copy, bf16 cache`:
+`HFGenerator(growing_cache=False)`, the attention then in bf16). Greedy, with no stop, so every mode runs the
+same number of steps over the same shapes; the modes interleaved in every repetition after one untimed run, medians.
 
     .venv/bin/python -m bench.decoding --out runs/bench/decoding.json
 

@@ -34,7 +34,7 @@ import contextlib
 import json
 import sys
 import time
-from functools import partial, partialmethod
+from functools import partialmethod
 from pathlib import Path
 from unittest import mock
 
@@ -50,7 +50,7 @@ SECTION = "## Training: GRPO step time, SmolLM2 judge"
 def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain: bool = False,
                trl_update: bool = False, autocast_decoding: bool = False, shuffled_chunks: bool = False,
                config: Path = CONFIG, model: Path | None = None, dataset: Path | None = None,
-               retrievers: list[str] | None = None, no_bf16_copy: bool = False,
+               retrievers: list[str] | None = None, bf16_copy: bool = False,
                score_environment: bool = False) -> dict:
     """A few GRPO steps of the quickstart's judge, timing the reward function and the rollout next to what `watch`
     already times ("generate", "toolbox"); the rollout's bookkeeping is its time outside those two. `plain`: the
@@ -58,7 +58,7 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
     each row's prompt (`share_prompts`); `trl_update`: only the latter; `autocast_decoding`: the one-token decoding
     steps under the trainer's bf16 autocast too (`HFGenerator(float32_decoding=False)`); `shuffled_chunks`: a
     batch whose loss is taken in chunks cut from TRL's shuffled rows (`SharedPromptGRPOTrainer.group_prompts`);
-    `no_bf16_copy`: under bf16 the rollouts generate with the trained model itself, not an `openrm.rollout.Bf16Copy`;
+    `bf16_copy`: under bf16 the rollouts generate with an `openrm.rollout.Bf16Copy` of the trained model;
     `score_environment`: the update's LM head scores the environment's tokens too
     (`SharedPromptGRPOTrainer.skip_environment`).
     `config`, `model`, `dataset` and `retrievers` replace the quickstart's (e.g. the real-text recipe)."""
@@ -83,23 +83,21 @@ def grpo_share(qs: Path, steps: int, watch: Stopwatch, bf16: bool = False, plain
                else contextlib.nullcontext())
     chunks = (mock.patch.object(SharedPromptGRPOTrainer, "group_prompts", False) if shuffled_chunks
               else contextlib.nullcontext())
-    copies = (mock.patch.object(judge_trainer, "make_trl_rollout_func",
-                                partial(judge_trainer.make_trl_rollout_func, bf16_copy=False)) if no_bf16_copy
-              else contextlib.nullcontext())
     t = time.perf_counter()
     retrievers = retrievers or [f"wiki={qs / 'indexes' / 'wiki'}", f"arxiv={qs / 'indexes' / 'arxiv'}"]
     environment = (mock.patch.object(SharedPromptGRPOTrainer, "skip_environment", False) if score_environment
                    else contextlib.nullcontext())
-    with sharing, prompts, chunks, copies, environment:
+    with sharing, prompts, chunks, environment:
         trainer = judge_trainer.train_judge(*judge_trainer.configs(
             config, model_name_or_path=model or qs / MODEL, dataset=dataset or qs / "data" / "dataset",
-            output_dir=out, max_steps=steps, save_strategy="no", retrievers=retrievers, bf16=bf16))
+            output_dir=out, max_steps=steps, save_strategy="no", retrievers=retrievers, bf16=bf16,
+            **({"bf16_copy": True} if bf16_copy else {})))
     wall = time.perf_counter() - t
     step_time = sum(h["step_time"] for h in trainer.state.log_history if "step_time" in h)
     bookkeeping = watch["rollout"] - watch["generate"] - watch["toolbox"]
     outside = watch["toolbox"] + bookkeeping + watch["reward"]
     return {"steps": steps, "bf16": bf16, "plain": plain, "trl_update": trl_update,
-            "autocast_decoding": autocast_decoding, "shuffled_chunks": shuffled_chunks, "no_bf16_copy": no_bf16_copy,
+            "autocast_decoding": autocast_decoding, "shuffled_chunks": shuffled_chunks, "bf16_copy": bf16_copy,
             "score_environment": score_environment,
             "config": str(config),
             "step_time_s": round(step_time, 2), "wall_s": round(wall, 2),
@@ -152,9 +150,9 @@ def main() -> None:
     ap.add_argument("--autocast-decoding", action="store_true",
                     help="--part grpo with --bf16: the rollouts' one-token decoding steps under the trainer's autocast "
                          "too, not in float32 (alternate runs with and without it: one process a run)")
-    ap.add_argument("--no-bf16-copy", action="store_true",
-                    help="--part grpo with --bf16: the rollouts generate with the trained model (float32 weights, "
-                         "autocast prefill) instead of a bf16 copy of it (alternate runs with and without it)")
+    ap.add_argument("--bf16-copy", action="store_true",
+                    help="--part grpo with --bf16: the rollouts generate with a bf16 copy of the trained model "
+                         "instead of the model itself (alternate runs with and without it)")
     ap.add_argument("--score-environment", action="store_true",
                     help="--part grpo: the update's LM head scores the environment's <information> tokens too, "
                          "which the loss masks (alternate runs with and without it)")
@@ -198,7 +196,7 @@ def main() -> None:
     if args.part in ("all", "grpo"):
         g = grpo_share(args.quickstart, args.steps, watch, args.bf16, args.vs_plain, args.trl_update,
                        args.autocast_decoding, args.shuffled_chunks, args.config, args.model, args.dataset,
-                       args.retrievers, args.no_bf16_copy, args.score_environment)
+                       args.retrievers, args.bf16_copy, args.score_environment)
         print(json.dumps(g), flush=True)
         print(render(g, args.quickstart))
         measured["grpo"] = g

@@ -297,14 +297,16 @@ class Bf16Copy:
         return self.model
 
 
-def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig, bf16_copy: bool = True):
+def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig, bf16_copy: bool = False):
     """A `rollout_func` for TRL's GRPOTrainer: one trajectory per received prompt (the sampler already repeated
     each prompt `num_generations` times, in order, so groups stay intact on every process).
 
     Sampling settings come from the trainer's `GRPOConfig` (temperature, top_p, top_k, max_completion_length);
     `cfg` adds the tool budget. Generation uses the trainer's own model (unwrapped from DDP / DeepSpeed), or its
     colocated vLLM engine when `use_vllm` (server mode cannot take our token-level multi-turn requests). With
-    `bf16_copy`, a trainer on the CPU under bf16 mixed precision generates with a `Bf16Copy` of its model.
+    `bf16_copy`, a trainer on the CPU under bf16 mixed precision generates with a `Bf16Copy` of its model: 1.39x
+    faster generation, off by default because it has not been shown to learn as well (bench/RESULTS.md, "The
+    quickstart": seed 0 ended at 0.93 once and at 0.79 twice with it).
     """
     copies = Bf16Copy() if bf16_copy else None
 

@@ -61,6 +61,9 @@ class QuickstartArguments:
         "help": "GRPO with each tool's advantages centred over the step (train/tool_balance.py), for teaching the "
                 "tool choice (--random_tool true); needs --search_share 1, since centring also removes what "
                 "searching gains over answering at once."})
+    bf16_copy: bool = field(default=False, metadata={
+        "help": "GRPO's rollouts generated with a bf16 copy of the judge (train/judge_trainer.py's bf16_copy; with "
+                "bf16 on a CPU): faster, not yet shown to learn as well (bench/RESULTS.md, 'The quickstart')."})
     hedge_share: float = field(default=0.25, metadata={
         "help": "Share of the training pairs (warm-up and GRPO) whose wrong answer is a hedge naming both values, "
                 "so the judge learns that naming every value does not win (experiments/hacking_audit.py measures it; "
@@ -135,7 +138,8 @@ def main(args: QuickstartArguments) -> dict:
     run = grpo(warm, data, indexes, out / "grpo", args.grpo_steps, seed=args.seed,
                learning_rate=args.grpo_learning_rate,
                trajectory_log=out / "grpo" / "trajectories.jsonl",  # experiments/tool_choice_log.py reads it
-               **({"bf16": True} if args.bf16 else {}), **({"tool_balance": True} if args.tool_balance else {}))
+               **({"bf16": True} if args.bf16 else {}), **({"tool_balance": True} if args.tool_balance else {}),
+               **({"bf16_copy": True} if args.bf16_copy else {}))
     from train.judge_export import ExportArguments, export_judge
 
     judge_dir = out / "judge"

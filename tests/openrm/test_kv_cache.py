@@ -124,8 +124,8 @@ def test_the_stop_criterion_is_built_once_per_tokenizer(tokenizer):
 
 
 def test_a_cpu_trainer_under_bf16_generates_with_its_bf16_copy(tiny_dir, tokenizer, monkeypatch):
-    """The GRPO rollout function hands the generator one bf16 copy, step after step, when the trainer runs under
-    bf16 mixed precision on the CPU; the trained model itself in float32, or with `bf16_copy=False`."""
+    """With `bf16_copy`, the GRPO rollout function hands the generator one bf16 copy, step after step, when the
+    trainer runs under bf16 mixed precision on the CPU; the trained model itself in float32, or by default."""
     import contextlib
     from types import SimpleNamespace
 
@@ -147,11 +147,11 @@ def test_a_cpu_trainer_under_bf16_generates_with_its_bf16_copy(tiny_dir, tokeniz
         return SimpleNamespace(processing_class=tokenizer, args=args, use_vllm=False, model_wrapped=model,
                                accelerator=SimpleNamespace(mixed_precision=precision))
 
-    func = make_trl_rollout_func(None, RolloutConfig())
+    func = make_trl_rollout_func(None, RolloutConfig(), bf16_copy=True)
     func(prompts, trainer("bf16"))
     func(prompts, trainer("bf16"))
     assert seen[0] is seen[1] and seen[0] is not model
     assert next(seen[0].parameters()).dtype == torch.bfloat16
     func(prompts, trainer("no"))
-    make_trl_rollout_func(None, RolloutConfig(), bf16_copy=False)(prompts, trainer("bf16"))
+    make_trl_rollout_func(None, RolloutConfig())(prompts, trainer("bf16"))
     assert seen[2] is model and seen[3] is model
