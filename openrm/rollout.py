@@ -306,7 +306,7 @@ def make_trl_rollout_func(toolbox: ToolBox | None, cfg: RolloutConfig, bf16_copy
     colocated vLLM engine when `use_vllm` (server mode cannot take our token-level multi-turn requests). With
     `bf16_copy`, a trainer on the CPU under bf16 mixed precision generates with a `Bf16Copy` of its model: 1.39x
     faster generation, off by default because it has not been shown to learn as well (bench/RESULTS.md, "The
-    quickstart": seed 0 ended at 0.93 once and at 0.79 twice with it).
+    quickstart": seed 0 ended at 0.93 in one run and 0.79 in another with it).
     """
     copies = Bf16Copy() if bf16_copy else None
 
